@@ -1,0 +1,1 @@
+"""The pure-Python core. Nothing under this package may import rclpy."""

@@ -1,0 +1,323 @@
+"""Loader for the CitySeeker release format: one folder per city with connections.json
+(directed edges, no coordinates) and question.json (episodes with ground-truth routes).
+
+Node coordinates exist only on route nodes; the rest are recovered by walking edges
+(bearing plus length) out from them. Lengths in the files are Web-Mercator units.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from cityseeker_ros.core.datasets.problems import Problems
+from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES, Episode, World
+from cityseeker_ros.core.geodesy import destination, geodesic_m, mercator_units_to_metres, normalize_heading
+from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+
+CONNECTIONS = "connections.json"
+QUESTIONS = "question.json"
+EDGE_FIELDS = ("start_filename", "start_heading", "start_walkable_headings", "end_filename",
+               "end_heading", "end_walkable_headings", "edge_azimuth", "edge_distance")
+EPISODE_FIELDS = ("folder", "question", "question_idx", "from", "to", "complete_route",
+                  "difficulty", "category")
+# Route coordinates that disagree by more than this are reported (they should be identical).
+COORD_CONFLICT_M = 1.0
+_MISSING = object()
+
+
+def is_city_folder(path: Path) -> bool:
+    return (path / CONNECTIONS).is_file() and (path / QUESTIONS).is_file()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def node_id(filename: str) -> str:
+    """Panorama file name -> node id ('00003406.jpg' -> '00003406')."""
+    return filename[:-4] if filename.lower().endswith(".jpg") else filename
+
+
+def read_json_list(path: Path, problems: Problems) -> list[Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        problems.error(path, "file not found")
+        return []
+    except UnicodeDecodeError as exc:
+        problems.error(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        return []
+    except json.JSONDecodeError as exc:
+        problems.error(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+        return []
+    if not isinstance(data, list):
+        problems.error(path, f"expected a JSON array of records, got {type(data).__name__}")
+        return []
+    return data
+
+
+class _Record:
+    """Typed field access that reports the file, record index and field on failure."""
+
+    def __init__(self, path: Path, index: int, raw: Any, problems: Problems) -> None:
+        self.path, self.index, self.raw, self.problems = path, index, raw, problems
+        self.ok = isinstance(raw, dict)
+        if not self.ok:
+            problems.error(path, f"expected an object, got {type(raw).__name__}", index)
+
+    def _fail(self, field: str, message: str) -> None:
+        self.ok = False
+        self.problems.error(self.path, message, self.index, field)
+
+    def get(self, field: str, container: dict | None = None, within: str = "") -> Any:
+        """`within` names the nested object holding `field`, e.g. 'stage1_route'."""
+        src = self.raw if container is None else container
+        if not isinstance(src, dict) or field not in src:
+            self._fail(f"{within}{field}", "missing")
+            return _MISSING
+        return src[field]
+
+    def number(self, field: str, container: dict | None = None, within: str = "") -> float:
+        v = self.get(field, container, within)
+        if v is _MISSING:
+            return math.nan
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            self._fail(f"{within}{field}", f"expected a finite number, got {v!r}")
+            return math.nan
+        return float(v)
+
+    def string(self, field: str, container: dict | None = None, within: str = "") -> str:
+        v = self.get(field, container, within)
+        if v is _MISSING:
+            return ""
+        if not isinstance(v, str) or not v:
+            self._fail(f"{within}{field}", f"expected a non-empty string, got {v!r}")
+            return ""
+        return v
+
+    def numbers(self, field: str) -> tuple[float, ...]:
+        v = self.get(field)
+        if v is _MISSING:
+            return ()
+        if not isinstance(v, list) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v):
+            self._fail(field, f"expected a list of finite numbers, got {v!r}")
+            return ()
+        return tuple(float(x) for x in v)
+
+    def route(self, field: str, container: dict | None = None, within: str = "") -> list[tuple[str, float, float]]:
+        v = self.get(field, container, within)
+        if v is _MISSING:
+            return []
+        if not isinstance(v, list) or not v:
+            self._fail(f"{within}{field}", "expected a non-empty list of route points")
+            return []
+        out = []
+        for i, point in enumerate(v):
+            name = f"{within}{field}[{i}]"
+            if not isinstance(point, dict):
+                self._fail(name, "expected an object with filename, latitude, longitude")
+                return []
+            fn = self.string("filename", point, f"{name}.")
+            lat = self.number("latitude", point, f"{name}.")
+            lon = self.number("longitude", point, f"{name}.")
+            if not self.ok:
+                return []
+            if not (-90 <= lat <= 90 and -180 <= lon <= 180):
+                self._fail(f"{name}.latitude", f"coordinates out of range ({lat}, {lon})")
+                return []
+            out.append((node_id(fn), lat, lon))
+        return out
+
+
+def _parse_edges(path: Path, problems: Problems):
+    nodes: dict[str, tuple[float, tuple[float, ...]]] = {}
+    raw_edges: list[tuple[str, str, float, float]] = []
+    inconsistent = 0
+    for i, raw in enumerate(read_json_list(path, problems)):
+        rec = _Record(path, i, raw, problems)
+        if not rec.ok:
+            continue
+        for f in EDGE_FIELDS:
+            rec.get(f)
+        if not rec.ok:
+            continue
+        ends = []
+        for side in ("start", "end"):
+            nid = node_id(rec.string(f"{side}_filename"))
+            heading = rec.number(f"{side}_heading")
+            walkable = rec.numbers(f"{side}_walkable_headings")
+            ends.append((nid, (normalize_heading(heading) if rec.ok else 0.0,
+                               tuple(normalize_heading(h) for h in walkable))))
+        azimuth = rec.number("edge_azimuth")
+        dist = rec.number("edge_distance")
+        if rec.ok and dist < 0:
+            rec._fail("edge_distance", f"expected a length >= 0, got {dist}")
+        if not rec.ok:
+            continue
+        if ends[0][0] == ends[1][0]:
+            problems.warning(f"{path}: record {i}: self-loop at node {ends[0][0]} ignored")
+            continue
+        for nid, attrs in ends:
+            if nid in nodes and nodes[nid] != attrs:
+                inconsistent += 1
+            nodes.setdefault(nid, attrs)
+        raw_edges.append((ends[0][0], ends[1][0], normalize_heading(azimuth), dist))
+    if inconsistent:
+        problems.warning(f"{path}: {inconsistent} edge records give a node different headings "
+                         "than an earlier record; the first is used")
+    return nodes, raw_edges
+
+
+def _recover_coordinates(known: dict[str, tuple[float, float]],
+                         raw_edges: list[tuple[str, str, float, float]]) -> dict[str, tuple[float, float]]:
+    """Breadth-first from every node with known coordinates, so each recovered node is
+    placed through the fewest hops (errors accumulate per hop)."""
+    adj: dict[str, list[tuple[str, float, float]]] = {}
+    for a, b, az, dist in raw_edges:
+        adj.setdefault(a, []).append((b, az, dist))
+        adj.setdefault(b, []).append((a, (az + 180.0) % 360.0, dist))
+    coords = dict(known)
+    queue = deque(sorted(known))
+    while queue:
+        v = queue.popleft()
+        lat, lon = coords[v]
+        for w, az, units in adj.get(v, ()):
+            if w not in coords:
+                coords[w] = destination(lat, lon, az, mercator_units_to_metres(units, lat))
+                queue.append(w)
+    return coords
+
+
+def _parse_episodes(path: Path, city_hint: str, node_ids: set[str], problems: Problems):
+    episodes: list[tuple[int, dict]] = []
+    route_coords: dict[str, tuple[float, float]] = {}
+    conflicts = 0
+    seen_idx: dict[Any, int] = {}
+    for i, raw in enumerate(read_json_list(path, problems)):
+        rec = _Record(path, i, raw, problems)
+        if not rec.ok:
+            continue
+        for f in EPISODE_FIELDS:
+            rec.get(f)
+        if not rec.ok:
+            continue
+        qidx = rec.get("question_idx")
+        if isinstance(qidx, bool) or not isinstance(qidx, (int, str)):
+            rec._fail("question_idx", f"expected an integer or string id, got {qidx!r}")
+            continue
+        if qidx in seen_idx:
+            rec._fail("question_idx", f"duplicate id {qidx!r} (also record {seen_idx[qidx]})")
+            continue
+        seen_idx[qidx] = i
+        code = rec.string("category")
+        if code and code not in CATEGORY_NAMES:
+            rec._fail("category", f"unknown category code {code!r}; known: {', '.join(CATEGORY_NAMES)}")
+        difficulty = rec.string("difficulty")
+        if difficulty and difficulty not in DIFFICULTIES:
+            rec._fail("difficulty", f"expected one of {', '.join(DIFFICULTIES)}, got {difficulty!r}")
+        start, target = node_id(rec.string("from")), node_id(rec.string("to"))
+        route = rec.route("complete_route")
+        stage_goals: list[str] = []
+        stage_routes = []
+        if "stage1_route" in raw:
+            for s in ("stage1_route", "stage2_route"):
+                stage = rec.get(s)
+                if rec.ok and not isinstance(stage, dict):
+                    rec._fail(s, "expected an object with from, to, route")
+                if not rec.ok:
+                    break
+                stage_routes.append(rec.route("route", stage, f"{s}."))
+                stage_goals.append(node_id(rec.string("to", stage, f"{s}.")))
+        if not rec.ok:
+            continue
+        for field_name, nid in [("from", start), ("to", target)] + [
+                (f"complete_route[{k}].filename", p[0]) for k, p in enumerate(route)]:
+            if nid not in node_ids:
+                rec._fail(field_name, f"node {nid} is not in {CONNECTIONS}")
+                break
+        if rec.ok and (route[0][0] != start or route[-1][0] != target):
+            rec._fail("complete_route", f"route runs {route[0][0]} -> {route[-1][0]}, "
+                                        f"but from/to say {start} -> {target}")
+        if not rec.ok:
+            continue
+        for nid, lat, lon in route + [p for r in stage_routes for p in r]:
+            if nid in route_coords:
+                plat, plon = route_coords[nid]
+                if geodesic_m(lat, lon, plat, plon) > COORD_CONFLICT_M:
+                    conflicts += 1
+            else:
+                route_coords[nid] = (lat, lon)
+        city = str(raw.get("city") or city_hint).strip().lower().replace(" ", "")
+        episodes.append((i, dict(
+            qidx=qidx, city=city, category=CATEGORY_NAMES[code], difficulty=difficulty,
+            instruction=rec.string("question"), request=rec.string("folder"), start=start,
+            target=target, reference_path=tuple(p[0] for p in route),
+            # A two-stage episode's final goal is its target; only the intermediate ones are stages.
+            stage_goals=tuple(stage_goals[:-1]))))
+    if conflicts:
+        problems.warning(f"{path}: {conflicts} route points give a node coordinates more than "
+                         f"{COORD_CONFLICT_M} m from an earlier record; the first is used")
+    return episodes, route_coords
+
+
+def load_city(folder: Path, problems: Problems | None = None) -> World:
+    """Load one city folder. Raises DataError on the first malformed record unless
+    `problems` is non-strict, in which case bad records are skipped and reported."""
+    problems = problems or Problems(strict=True)
+    folder = Path(folder)
+    conn_path, q_path = folder / CONNECTIONS, folder / QUESTIONS
+    node_attrs, raw_edges = _parse_edges(conn_path, problems)
+    raw_episodes, route_coords = _parse_episodes(q_path, folder.name, set(node_attrs), problems)
+
+    coords = _recover_coordinates(route_coords, raw_edges)
+    lost = [n for n in node_attrs if n not in coords]
+    if lost:
+        problems.warning(f"{folder}: {len(lost)} of {len(node_attrs)} nodes are not connected to "
+                         "any route node, so their coordinates cannot be recovered; they are dropped")
+    nodes = [Node(n, coords[n][0], coords[n][1], h, wh) for n, (h, wh) in node_attrs.items() if n in coords]
+    edges = [Edge(a, b, az, mercator_units_to_metres(d, coords[a][0]))
+             for a, b, az, d in raw_edges if a in coords and b in coords]
+    edge_set = {(a, b) for a, b, _, _ in raw_edges}
+    missing_reverse = sum(1 for a, b in edge_set if (b, a) not in edge_set)
+    if missing_reverse:
+        problems.warning(f"{conn_path}: {missing_reverse} edges have no reverse edge")
+
+    city = raw_episodes[0][1]["city"] if raw_episodes else folder.name.lower()
+    episodes = [Episode(episode_id=f"{e['city']}-{e['qidx']}", **{k: v for k, v in e.items() if k != "qidx"})
+                for _, e in raw_episodes]
+    off_route_hops = sum(1 for ep in episodes for a, b in zip(ep.reference_path, ep.reference_path[1:])
+                         if (a, b) not in edge_set)
+    if off_route_hops:
+        problems.warning(f"{q_path}: {off_route_hops} ground-truth route hops are not edges "
+                         f"in {CONNECTIONS}")
+    targets: dict[str, set[str]] = {}
+    for ep in episodes:
+        targets.setdefault(ep.request, set()).add(ep.target)
+    return World(
+        city=city,
+        graph=StreetGraph(nodes, edges, name=city),
+        episodes=episodes,
+        category_targets={k: frozenset(v) for k, v in targets.items()},
+        source_files={str(p.resolve()): sha256_file(p) for p in (conn_path, q_path) if p.is_file()},
+        synthetic=_is_synthetic(folder),
+    )
+
+
+def _is_synthetic(folder: Path) -> bool:
+    meta = folder / "world.json"
+    if not meta.is_file():
+        return False
+    try:
+        return bool(json.loads(meta.read_text(encoding="utf-8")).get("synthetic", False))
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return False

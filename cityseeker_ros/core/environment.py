@@ -1,0 +1,163 @@
+"""The benchmark environment: observe the views at a node, take a heading or stop.
+
+It knows nothing about policies; it only applies the paper's transition, enforces the
+step budget and logs the full path, including the true final node.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Optional
+
+from cityseeker_ros.core.directions import RelativeDirection, relative_direction
+from cityseeker_ros.core.episode import Episode, World
+from cityseeker_ros.core.errors import ConfigError
+
+DEFAULT_MAX_STEPS = 35
+
+
+class EndReason(str, Enum):
+    STOPPED = "stopped"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    INVALID_ACTION = "invalid_action"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Action:
+    """STOP, or move along walkable heading `index` (views are numbered like headings)."""
+
+    index: Optional[int] = None
+
+    @property
+    def is_stop(self) -> bool:
+        return self.index is None
+
+
+STOP = Action()
+
+
+def move(index: int) -> Action:
+    return Action(index)
+
+
+@dataclass(frozen=True)
+class View:
+    index: int
+    heading: float  # absolute, degrees clockwise from north
+    relative: RelativeDirection
+    image: Any = None  # filled by a view source when the world has imagery
+
+
+@dataclass(frozen=True)
+class Observation:
+    episode_id: str
+    instruction: str
+    node: str
+    lat: float
+    lon: float
+    facing: float  # direction of travel: the last edge's azimuth, the car heading at the start
+    views: tuple[View, ...]
+    step: int
+    steps_left: int
+    feedback: Optional[str] = None  # why the previous action was rejected, for a retry
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: Observation
+    done: bool
+    valid: bool
+    end_reason: Optional[EndReason] = None
+
+
+@dataclass
+class Trajectory:
+    path: list[str]
+    headings: list[Optional[int]] = field(default_factory=list)  # action per step, None = stop
+    end_reason: Optional[EndReason] = None
+    error: Optional[str] = None
+
+    @property
+    def steps(self) -> int:
+        return len(self.path) - 1
+
+
+class Environment:
+    def __init__(self, world: World, max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2) -> None:
+        if max_steps < 0:
+            raise ConfigError(f"max_steps must be >= 0, got {max_steps}")
+        if max_invalid_retries < 0:
+            raise ConfigError(f"max_invalid_retries must be >= 0, got {max_invalid_retries}")
+        self.world = world
+        self.max_steps = max_steps
+        self.max_invalid_retries = max_invalid_retries
+        self.episode: Optional[Episode] = None
+        self.trajectory: Optional[Trajectory] = None
+        self._facing = 0.0
+        self._invalid_in_row = 0
+        self._feedback: Optional[str] = None
+
+    @property
+    def done(self) -> bool:
+        return self.trajectory is not None and self.trajectory.end_reason is not None
+
+    def reset(self, episode: Episode) -> Observation:
+        if episode.start not in self.world.graph:
+            raise ConfigError(f"episode {episode.episode_id}: start node {episode.start} is not in the graph")
+        self.episode = episode
+        self.trajectory = Trajectory(path=[episode.start])
+        self._facing = self.world.graph.nodes[episode.start].heading
+        self._invalid_in_row = 0
+        self._feedback = None
+        if self.max_steps == 0:
+            self.trajectory.end_reason = EndReason.BUDGET_EXHAUSTED
+        return self.observe()
+
+    def observe(self) -> Observation:
+        if self.trajectory is None or self.episode is None:
+            raise RuntimeError("observe() before reset()")
+        node_id = self.trajectory.path[-1]
+        node = self.world.graph.nodes[node_id]
+        views = tuple(View(m.index, m.heading, relative_direction(m.heading, self._facing))
+                      for m in self.world.actions.moves(node_id))
+        step = self.trajectory.steps
+        return Observation(self.episode.episode_id, self.episode.instruction, node_id, node.lat,
+                           node.lon, self._facing, views, step, self.max_steps - step, self._feedback)
+
+    def step(self, action: Action) -> StepResult:
+        if self.trajectory is None:
+            raise RuntimeError("step() before reset()")
+        if self.done:
+            raise RuntimeError("step() after the episode ended; call reset()")
+        traj = self.trajectory
+        if action.is_stop:
+            traj.headings.append(None)
+            return self._end(EndReason.STOPPED)
+        moves = self.world.actions.moves(traj.path[-1])
+        if not isinstance(action.index, int) or not 0 <= action.index < len(moves):
+            self._invalid_in_row += 1
+            self._feedback = (f"action {action.index!r} is not a view index; "
+                              f"choose 0..{len(moves) - 1} or stop")
+            if self._invalid_in_row > self.max_invalid_retries:
+                return self._end(EndReason.INVALID_ACTION, valid=False)
+            return StepResult(self.observe(), done=False, valid=False)
+        m = moves[action.index]
+        self._invalid_in_row, self._feedback = 0, None
+        self._facing = m.edge.azimuth
+        traj.path.append(m.edge.target)
+        traj.headings.append(action.index)
+        if traj.steps >= self.max_steps:
+            return self._end(EndReason.BUDGET_EXHAUSTED)
+        return StepResult(self.observe(), done=False, valid=True)
+
+    def fail(self, message: str) -> None:
+        """End the episode because the policy or its backend broke; the path so far is kept."""
+        if self.trajectory is not None and not self.done:
+            self.trajectory.error = message
+            self._end(EndReason.ERROR)
+
+    def _end(self, reason: EndReason, valid: bool = True) -> StepResult:
+        assert self.trajectory is not None
+        self.trajectory.end_reason = reason
+        return StepResult(self.observe(), done=True, valid=valid, end_reason=reason)

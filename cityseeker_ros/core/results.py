@@ -1,0 +1,90 @@
+"""Crash-safe result files: append-only JSONL for episodes, atomic replace for the rest."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from cityseeker_ros.core.errors import DataError
+
+log = logging.getLogger("cityseeker_ros.results")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write to a temporary sibling, fsync, then rename: readers see the old or the new file."""
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes owner-only files; results are meant to be shared
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class EpisodeLog:
+    """episodes.jsonl: each record is one write() of a whole line followed by fsync, so a
+    killed run leaves at most a torn last line, which the next open cuts off."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.records: list[dict] = self._recover()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def _recover(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        records, good_end = [], 0
+        for lineno, line in enumerate(data.split(b"\n"), start=1):
+            end = good_end + len(line) + 1
+            if end > len(data):  # no newline: a torn final write
+                if line.strip():
+                    log.warning("%s: dropping an incomplete last line from an interrupted run", self.path)
+                break
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(self.path, f"line {lineno} is not valid JSON ({exc.msg}); "
+                                           "the file was edited or corrupted") from None
+            good_end = end
+        if good_end < len(data):
+            with open(self.path, "r+b") as f:
+                f.truncate(good_end)
+        return records
+
+    def append(self, record: dict) -> None:
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
+        written = os.write(self._fd, line)
+        if written != len(line):  # regular files do not short-write in practice; never half-log
+            raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+        os.fsync(self._fd)
+        self.records.append(record)
+
+    def extend(self, records: Iterable[dict]) -> None:
+        for r in records:
+            self.append(r)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> EpisodeLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,38 @@
+"""ament_python package definition; also a plain pip-installable package."""
+import re
+from glob import glob
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+PACKAGE = "cityseeker_ros"
+
+setup(
+    name=PACKAGE,
+    version=re.search(r'__version__ = "(.+)"', Path(f"{PACKAGE}/__init__.py").read_text()).group(1),
+    packages=find_packages(exclude=["tests", "tests.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+    ],
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy>=1.24",
+        "scipy>=1.10",
+        "networkx>=3.0",
+        "pyproj>=3.5",
+        "tqdm>=4.60",
+    ],
+    extras_require={"test": ["pytest>=7", "ruff>=0.5"]},
+    zip_safe=True,
+    maintainer="cityseeker_ros maintainers",
+    description="CitySeeker benchmark engine, metrics and ROS 2 nodes for implicit-need urban navigation",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "cityseeker = cityseeker_ros.cli:main",
+        ],
+    },
+)

@@ -1,0 +1,87 @@
+"""Shared fixtures: the real HongKong_6 sample (read from ../shared, never copied) and a
+tiny hand-made city in the CitySeeker release format whose every number is known."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+HK6 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cityseeker" / "HongKong_6"
+# On the equator one degree of longitude is a * pi / 180 metres of WGS84 geodesic.
+M_PER_DEG = 6378137.0 * math.pi / 180.0
+
+
+@pytest.fixture(scope="session")
+def hk6() -> Path:
+    if not (HK6 / "connections.json").is_file():
+        pytest.skip(f"real CitySeeker sample not found at {HK6}")
+    return HK6
+
+
+@pytest.fixture(scope="session")
+def hk6_world(hk6):
+    from cityseeker_ros.core.datasets import load_dataset
+
+    return load_dataset(hk6)[0]
+
+
+def tiny_layout() -> tuple[list[dict], list[dict]]:
+    """A street A-B-C-D running east every 20 m along the equator, and E 20 m north of B.
+
+        E
+        |
+    A - B - C - D
+    """
+    pos = {"A": (0.0, 0.0), "B": (20.0, 0.0), "C": (40.0, 0.0), "D": (60.0, 0.0), "E": (20.0, 20.0)}
+    fn = {k: f"0000000{i}.jpg" for i, k in enumerate("ABCDE")}
+    walkable = {"A": [90.0], "B": [270.0, 90.0, 0.0], "C": [-90.0, 90.0], "D": [270.0], "E": [180.0]}
+    links = [("A", "B", 90.0), ("B", "C", 90.0), ("C", "D", 90.0), ("B", "E", 0.0)]
+    edges = []
+    for a, b, az in links:
+        for s, t, azimuth in ((a, b, az), (b, a, (az + 180.0) % 360.0)):
+            edges.append({
+                "start_filename": fn[s], "start_walkable_headings": walkable[s], "start_heading": 90.0,
+                "end_filename": fn[t], "end_walkable_headings": walkable[t], "end_heading": 90.0,
+                "edge_azimuth": azimuth, "edge_distance": 20.0,  # Web-Mercator units == metres at the equator
+            })
+
+    def point(k):
+        x, y = pos[k]
+        return {"filename": fn[k], "latitude": y / 110574.3, "longitude": x / M_PER_DEG}
+
+    episodes = [
+        {"folder": "convenience store", "question": "I'm thirsty.", "question_idx": 0, "idx": 0,
+         "from": fn["A"], "to": fn["D"], "total_weight": 60.0, "total_steps": 3,
+         "complete_route": [point(k) for k in "ABCD"], "difficulty": "easy", "category": "question1",
+         "city": "tinytown"},
+        {"folder": "pharmacy and bank", "question": "Find a pharmacy, then a bank.", "question_idx": 1,
+         "idx": 0, "from": fn["A"], "to": fn["E"], "total_weight": 80.0, "total_steps": 4,
+         "stage1_route": {"from": fn["A"], "to": fn["C"], "service": "pharmacy", "weight": 40.0, "steps": 2,
+                          "route": [point(k) for k in "ABC"]},
+         "stage2_route": {"from": fn["C"], "to": fn["E"], "service": "bank", "weight": 40.0, "steps": 2,
+                          "route": [point(k) for k in "CBE"]},
+         "complete_route": [point(k) for k in "ABCBE"], "difficulty": "easy", "category": "question2",
+         "city": "tinytown"},
+    ]
+    return edges, episodes
+
+
+def write_city(folder: Path, edges: list, episodes: list) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "connections.json").write_text(json.dumps(edges))
+    (folder / "question.json").write_text(json.dumps(episodes))
+    return folder
+
+
+@pytest.fixture
+def tiny_city(tmp_path) -> Path:
+    return write_city(tmp_path / "TinyTown_1", *tiny_layout())
+
+
+@pytest.fixture
+def tiny_world(tiny_city):
+    from cityseeker_ros.core.datasets import load_dataset
+
+    return load_dataset(tiny_city)[0]
