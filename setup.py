@@ -23,6 +23,7 @@ setup(
         "scipy>=1.10",
         "networkx>=3.0",
         "pyproj>=3.5",
+        "pyyaml>=6",
         "tqdm>=4.60",
     ],
     extras_require={"test": ["pytest>=7", "ruff>=0.5"]},

@@ -35,17 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("benchmark", help="run a policy over a dataset and score it")
-    b.add_argument("--data", required=True, type=Path, help="a city folder, or a folder of city folders")
-    b.add_argument("--dataset", default="auto", help="dataset format (default: detect)")
-    b.add_argument("--policy", required=True, help=f"one of: {', '.join(POLICIES.names())}")
-    b.add_argument("--param", action="append", type=_param, default=[], metavar="KEY=VALUE",
+    b.add_argument("--config", type=Path, help="YAML file of these options (flags given here win)")
+    b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
+    b.add_argument("--dataset", help="dataset format (default: auto-detect)")
+    b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
+    b.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE",
                    help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
-    b.add_argument("--seeds", type=int, default=1, help="number of seeds: 0..N-1 (default 1)")
-    b.add_argument("--max-steps", type=int, default=35)
-    b.add_argument("--limit", type=int, default=None, help="only the first K episodes")
-    b.add_argument("--workers", type=int, default=1, help="parallel processes")
-    b.add_argument("--dtw-threshold", type=float, default=50.0, help="d_th for nDTW, metres")
-    b.add_argument("--out", required=True, type=Path)
+    b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
+    b.add_argument("--max-steps", type=int, help="step budget (default 35)")
+    b.add_argument("--limit", type=int, help="only the first K episodes")
+    b.add_argument("--workers", type=int, help="parallel processes (default 1)")
+    b.add_argument("--dtw-threshold", type=float, help="d_th for nDTW, metres (default 50)")
+    b.add_argument("--out", type=Path, help="output folder (required)")
     b.add_argument("--no-progress", action="store_true")
 
     r = sub.add_parser("report", help="write report.html and report.md for a benchmark output")
@@ -64,18 +65,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
+                                      "max_steps": 35, "limit": None, "workers": 1, "dtw_threshold": 50.0,
+                                      "out": None}
+
+
+def load_options(path: Path) -> dict[str, Any]:
+    """Benchmark options from YAML; keys are the flag names (`max-steps` or `max_steps`)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"--config {path}: no such file") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--config {path}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {path}: expected a mapping of option: value")
+    options = {str(k).replace("-", "_"): v for k, v in data.items()}
+    unknown = sorted(set(options) - set(BENCHMARK_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"--config {path}: unknown option(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(BENCHMARK_DEFAULTS)}")
+    if not isinstance(options.get("param", {}), dict):
+        raise ConfigError(f"--config {path}: 'param' must be a mapping of policy parameters")
+    return options
+
+
 def cmd_benchmark(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
 
-    if args.seeds < 1:
-        raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
-    config = BenchmarkConfig(data=str(args.data), dataset=args.dataset, policy=args.policy,
-                             policy_params=dict(args.param), seeds=list(range(args.seeds)),
-                             max_steps=args.max_steps, limit=args.limit, workers=args.workers,
-                             dtw_threshold_m=args.dtw_threshold)
-    summary = Benchmark(config).run(args.out, progress=not args.no_progress)
+    options = dict(BENCHMARK_DEFAULTS)
+    if args.config:
+        options.update(load_options(args.config))
+    flags = {k: v for k, v in vars(args).items() if k in BENCHMARK_DEFAULTS and v is not None}
+    flags["param"] = {**options["param"], **dict(flags.get("param", []))}
+    options.update(flags)
+    for required in ("data", "policy", "out"):
+        if options[required] in (None, ""):
+            raise ConfigError(f"--{required} is required (on the command line or in --config)")
+    if not isinstance(options["seeds"], int) or options["seeds"] < 1:
+        raise ConfigError(f"--seeds must be an integer >= 1, got {options['seeds']!r}")
+    out = Path(options["out"])
+    config = BenchmarkConfig(data=str(options["data"]), dataset=options["dataset"], policy=options["policy"],
+                             policy_params=options["param"], seeds=list(range(options["seeds"])),
+                             max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
+                             dtw_threshold_m=options["dtw_threshold"])
+    summary = Benchmark(config).run(out, progress=not args.no_progress)
     print(format_summary(summary))
-    print(f"results: {args.out / 'episodes.jsonl'}, {args.out / 'summary.json'}")
+    print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
     return 0
 
 

@@ -51,6 +51,14 @@ class BenchmarkConfig:
 
     def validate(self) -> None:
         POLICIES.get(self.policy)
+        for name in ("max_steps", "max_invalid_retries", "workers", "limit"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool)) and not (name == "limit" and value is None):
+                raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {value!r}")
+        if not isinstance(self.dtw_threshold_m, (int, float)) or isinstance(self.dtw_threshold_m, bool):
+            raise ConfigError(f"dtw threshold must be a number of metres, got {self.dtw_threshold_m!r}")
+        if not isinstance(self.policy_params, dict):
+            raise ConfigError(f"policy parameters must be a mapping, got {self.policy_params!r}")
         if not self.seeds:
             raise ConfigError("--seeds must be at least 1")
         if self.max_steps < 1:
