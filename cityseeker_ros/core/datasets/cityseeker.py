@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,18 +140,22 @@ class _Record:
         return out
 
 
+def _records(path: Path, required: tuple[str, ...], problems: Problems) -> Iterator[_Record]:
+    """The file's records that are objects holding every required field."""
+    for i, raw in enumerate(read_json_list(path, problems)):
+        rec = _Record(path, i, raw, problems)
+        for f in required if rec.ok else ():
+            rec.get(f)
+        if rec.ok:
+            yield rec
+
+
 def _parse_edges(path: Path, problems: Problems):
     nodes: dict[str, tuple[float, tuple[float, ...]]] = {}
     raw_edges: list[tuple[str, str, float, float]] = []
     inconsistent = 0
-    for i, raw in enumerate(read_json_list(path, problems)):
-        rec = _Record(path, i, raw, problems)
-        if not rec.ok:
-            continue
-        for f in EDGE_FIELDS:
-            rec.get(f)
-        if not rec.ok:
-            continue
+    for rec in _records(path, EDGE_FIELDS, problems):
+        i = rec.index
         ends = []
         for side in ("start", "end"):
             nid = node_id(rec.string(f"{side}_filename"))
@@ -203,14 +208,8 @@ def _parse_episodes(path: Path, city_hint: str, node_ids: set[str], problems: Pr
     route_coords: dict[str, tuple[float, float]] = {}
     conflicts = 0
     seen_idx: dict[Any, int] = {}
-    for i, raw in enumerate(read_json_list(path, problems)):
-        rec = _Record(path, i, raw, problems)
-        if not rec.ok:
-            continue
-        for f in EPISODE_FIELDS:
-            rec.get(f)
-        if not rec.ok:
-            continue
+    for rec in _records(path, EPISODE_FIELDS, problems):
+        i, raw = rec.index, rec.raw
         qidx = rec.get("question_idx")
         if isinstance(qidx, bool) or not isinstance(qidx, (int, str)):
             rec._fail("question_idx", f"expected an integer or string id, got {qidx!r}")
