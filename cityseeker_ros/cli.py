@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros import __version__
+from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
 
 METRIC_ORDER = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as",
                 "solvable")
@@ -55,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a dataset folder and report every problem")
     v.add_argument("data", type=Path)
     v.add_argument("--dataset", default="auto")
-    v.add_argument("--max-steps", type=int, default=35)
+    v.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
 
     w = sub.add_parser("world", help="build worlds")
     wsub = w.add_subparsers(dest="world_command", required=True)
@@ -66,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
-                                      "max_steps": 35, "limit": None, "workers": 1, "dtw_threshold": 50.0,
-                                      "out": None}
+                                      "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
+                                      "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None}
 
 
 def load_options(path: Path) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, Environment
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.metrics import episode_metrics, summarize
+from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, episode_metrics, summarize
 from cityseeker_ros.core.policies import POLICIES, Policy, make_policy
 from cityseeker_ros.core.results import EpisodeLog, write_json_atomic
 
@@ -47,7 +47,7 @@ class BenchmarkConfig:
     max_invalid_retries: int = 2
     limit: Optional[int] = None
     workers: int = 1
-    dtw_threshold_m: float = 50.0
+    dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M
 
     def validate(self) -> None:
         POLICIES.get(self.policy)
@@ -78,7 +78,7 @@ def episode_rng(seed: int, episode_id: str) -> np.random.Generator:
 
 def run_episode(world: World, episode: Episode, policy: Policy, seed: int, *,
                 max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
-                dtw_threshold_m: float = 50.0) -> dict[str, Any]:
+                dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M) -> dict[str, Any]:
     """One episode, start to end, as the JSON record episodes.jsonl stores."""
     env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries)
     obs = env.reset(episode)

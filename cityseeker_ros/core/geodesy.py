@@ -14,6 +14,11 @@ def mercator_units_to_metres(units: float, latitude_deg: float) -> float:
     return units * math.cos(math.radians(latitude_deg))
 
 
+def metres_to_mercator_units(metres: float, latitude_deg: float) -> float:
+    """Inverse of mercator_units_to_metres, for writing files in the release's units."""
+    return metres / math.cos(math.radians(latitude_deg))
+
+
 def geodesic_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     _, _, dist = WGS84.inv(lon1, lat1, lon2, lat2)
     return float(dist)

@@ -29,7 +29,7 @@ import numpy as np
 
 from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES
 from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.geodesy import destination, geodesic_m, initial_bearing_deg
+from cityseeker_ros.core.geodesy import destination, geodesic_m, initial_bearing_deg, metres_to_mercator_units
 from cityseeker_ros.core.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.transition import ActionModel
 
@@ -273,11 +273,6 @@ def _connections(rng: np.random.Generator, coords: list[tuple[float, float]],
     graph = StreetGraph(nodes.values(), (Edge(nodes[a].id, nodes[b].id, az, length)
                                          for a, b, az, length in directed))
     return records, graph
-
-
-def metres_to_mercator_units(metres: float, latitude_deg: float) -> float:
-    """Inverse of geodesy.mercator_units_to_metres: the release stores lengths this way."""
-    return metres / math.cos(math.radians(latitude_deg))
 
 
 def _place_shops(rng: np.random.Generator, node_ids: list[str],
