@@ -25,6 +25,10 @@ setup(
         "pyproj>=3.5",
         "pyyaml>=6",
         "tqdm>=4.60",
+        "pillow>=10",  # rendering, image files
+        "opencv-python-headless>=4.8",  # panorama remap
+        "osmium>=4.0",  # OpenStreetMap extracts
+        "shapely>=2.0",
     ],
     extras_require={"test": ["pytest>=7", "ruff>=0.5"]},
     zip_safe=True,

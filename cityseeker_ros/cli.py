@@ -31,6 +31,7 @@ def _param(text: str) -> tuple[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     from cityseeker_ros.core.policies import POLICIES
+    from cityseeker_ros.core.views import VIEW_SOURCES
 
     parser = argparse.ArgumentParser(prog="cityseeker", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--limit", type=int, help="only the first K episodes")
     b.add_argument("--workers", type=int, help="parallel processes (default 1)")
     b.add_argument("--dtw-threshold", type=float, help="d_th for nDTW, metres (default 50)")
+    b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
+    b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
+                   help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
     b.add_argument("--out", type=Path, help="output folder (required)")
     b.add_argument("--no-progress", action="store_true")
 
@@ -59,17 +63,61 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--dataset", default="auto")
     v.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
 
-    w = sub.add_parser("world", help="build worlds")
+    w = sub.add_parser("world", help="build, dress, inspect and render worlds")
     wsub = w.add_subparsers(dest="world_command", required=True)
-    syn = wsub.add_parser("synth", help="generate the small synthetic grid town")
+    syn = wsub.add_parser("synth", help="generate the small synthetic grid town (no imagery)")
     syn.add_argument("--out", required=True, type=Path)
     syn.add_argument("--seed", type=int, default=0)
+    bld = wsub.add_parser("build", help="build a world folder from OpenStreetMap data")
+    bld.add_argument("source", help="a packaged extract (monaco, helsinki) or a path to an .osm.pbf file")
+    bld.add_argument("--out", required=True, type=Path)
+    bld.add_argument("--name", help="world name (default: the source's)")
+    bld.add_argument("--bbox", type=_bbox, help="clip to MIN_LON,MIN_LAT,MAX_LON,MAX_LAT")
+    bld.add_argument("--seed", type=int, default=0, help="task generator seed")
+    bld.add_argument("--per-need", type=int, default=6, help="episodes per request")
+    bld.add_argument("--test-per-category", type=int, default=20, help="test split size per category")
+    bld.add_argument("--cache", type=Path, help="download cache (default $CITYSEEKER_CACHE or ~/.cache/cityseeker)")
+    drs = wsub.add_parser("dress", help="dress a CitySeeker city's real graph with synthetic facades and signs")
+    drs.add_argument("data", type=Path, help="a CitySeeker release city folder (connections.json, question.json)")
+    drs.add_argument("--out", required=True, type=Path)
+    drs.add_argument("--seed", type=int, default=0)
+    inf = wsub.add_parser("info", help="print a world folder's counts")
+    inf.add_argument("world", type=Path)
+    ren = wsub.add_parser("render", help="render a view or a panorama at a node, and list its visible signs")
+    ren.add_argument("world", type=Path)
+    ren.add_argument("--node", required=True)
+    ren.add_argument("--heading", type=float, help="absolute heading, degrees (default: the node's heading)")
+    ren.add_argument("--panorama", action="store_true", help="an equirectangular panorama instead of a view")
+    ren.add_argument("--fov", type=float, default=90.0)
+    ren.add_argument("--size", type=_size, help="WIDTHxHEIGHT (default 640x480, panorama 2048x1024)")
+    ren.add_argument("--set", action="append", type=_param, default=[], metavar="KEY=VALUE",
+                     help="render setting (difficulty knob), e.g. blur_sigma=1.5 or signs=false")
+    ren.add_argument("--out", required=True, type=Path, help="PNG file to write")
     return parser
+
+
+def _bbox(text: str) -> tuple[float, float, float, float]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"expected MIN_LON,MIN_LAT,MAX_LON,MAX_LAT, got {text!r}")
+    return values  # type: ignore[return-value]
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, got {text!r}") from None
+    return w, h
 
 
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
                                       "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
-                                      "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None}
+                                      "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
+                                      "view_param": {}}
 
 
 def load_options(path: Path) -> dict[str, Any]:
@@ -89,8 +137,9 @@ def load_options(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"--config {path}: unknown option(s) {', '.join(unknown)}; "
                           f"known: {', '.join(BENCHMARK_DEFAULTS)}")
-    if not isinstance(options.get("param", {}), dict):
-        raise ConfigError(f"--config {path}: 'param' must be a mapping of policy parameters")
+    for key, what in (("param", "policy"), ("view_param", "view source")):
+        if not isinstance(options.get(key, {}), dict):
+            raise ConfigError(f"--config {path}: '{key}' must be a mapping of {what} parameters")
     return options
 
 
@@ -102,6 +151,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
         options.update(load_options(args.config))
     flags = {k: v for k, v in vars(args).items() if k in BENCHMARK_DEFAULTS and v is not None}
     flags["param"] = {**options["param"], **dict(flags.get("param", []))}
+    flags["view_param"] = {**options["view_param"], **dict(flags.get("view_param", []))}
     options.update(flags)
     for required in ("data", "policy", "out"):
         if options[required] in (None, ""):
@@ -112,7 +162,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     config = BenchmarkConfig(data=str(options["data"]), dataset=options["dataset"], policy=options["policy"],
                              policy_params=options["param"], seeds=list(range(options["seeds"])),
                              max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
-                             dtw_threshold_m=options["dtw_threshold"])
+                             dtw_threshold_m=options["dtw_threshold"], views=options["views"],
+                             view_params=options["view_param"])
     summary = Benchmark(config).run(out, progress=not args.no_progress)
     print(format_summary(summary))
     print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
@@ -142,10 +193,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not (args.out / "summary.json").is_file():
         raise ConfigError(f"{args.out}: no summary.json here; run `cityseeker benchmark --out {args.out}` first")
 
-    def graphs(config: dict[str, Any]):
-        return {w.city: w.graph for w in load_dataset(Path(config["data"]), config.get("dataset", "auto"))}
+    worlds: dict[str, Any] = {}
 
-    html, md = write_report(args.out, graph_loader=graphs)
+    def load(config: dict[str, Any]):
+        if not worlds:
+            worlds.update((w.city, w) for w in load_dataset(Path(config["data"]), config.get("dataset", "auto")))
+        return worlds
+
+    def views(config: dict[str, Any]):
+        from cityseeker_ros.core.views import make_view_source
+
+        return {city: (w, make_view_source(config["views"], w, config.get("view_params")))
+                for city, w in load(config).items()}
+
+    html, md = write_report(args.out, graph_loader=lambda c: {k: w.graph for k, w in load(c).items()},
+                            view_loader=views)
     print(f"wrote {html} and {md}")
     return 0
 
@@ -176,11 +238,83 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_world(args: argparse.Namespace) -> int:
+    return WORLD_COMMANDS[args.world_command](args)
+
+
+def cmd_world_synth(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.datasets.synthetic import synthesize_world
 
     path = synthesize_world(args.out, seed=args.seed)
     print(f"wrote synthetic world {path}")
     return 0
+
+
+def cmd_world_build(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.worlds.build import build_world
+    from cityseeker_ros.core.worlds.tasks import TaskSettings
+
+    meta = build_world(args.source, args.out, name=args.name, bbox=args.bbox, cache_dir=args.cache,
+                       tasks=TaskSettings(seed=args.seed, per_need=args.per_need,
+                                          test_per_category=args.test_per_category))
+    osm = meta["osm"]
+    print(f"wrote world {args.out} from {meta['source']['file']} (sha256 {meta['source']['sha256'][:12]}...) "
+          f"in {meta['build_stats']['seconds']:.1f} s; {meta['credit']}, {meta['license'].split(':')[0]}")
+    print(f"  {osm['nodes']} nodes, {osm['edges']} edges, {osm['buildings']['real']} buildings "
+          f"(+{osm['buildings']['synthetic']} synthetic kiosks), {osm['pois']} POIs, {len(osm['brands'])} brands")
+    print("  POIs by class: " + ", ".join(f"{k} {v}" for k, v in list(osm["pois_by_class"].items())[:15]))
+    print("  brands: " + ", ".join(f"{k} {v}" for k, v in list(osm["brands"].items())[:15]))
+    for split in ("test", "dev"):
+        counts = meta["tasks"][split]
+        print(f"  {split} tasks: {sum(counts.values())} (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
+    return 0
+
+
+def cmd_world_dress(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.worlds.dress import write_dressed_world
+
+    path = write_dressed_world(args.data, args.out, seed=args.seed)
+    print(f"wrote dressed world {path}: the real graph and episodes of {args.data.name} "
+          "with SYNTHETIC facades and signs (research-use data: do not redistribute)")
+    return 0
+
+
+def cmd_world_info(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.worlds.folder import read_metadata
+
+    meta = read_metadata(args.world)
+    print(json.dumps({k: meta[k] for k in ("name", "builder", "source", "credit", "imagery", "counts")
+                      if k in meta}, indent=1, ensure_ascii=False))
+    return 0
+
+
+def cmd_world_render(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.render import Renderer, RenderSettings, save_png
+    from cityseeker_ros.core.worlds.folder import load_scene_and_graph
+
+    scene, graph = load_scene_and_graph(args.world)
+    if args.node not in graph:
+        raise ConfigError(f"--node {args.node}: not a node of {args.world} (e.g. {next(iter(graph.nodes))})")
+    try:
+        renderer = Renderer(scene, graph, RenderSettings(**dict(args.set)))
+    except TypeError as exc:
+        raise ConfigError(f"--set: unknown render setting ({exc})") from None
+    if args.panorama:
+        w, h = args.size or (2048, 1024)
+        view = renderer.panorama(args.node, width=w, height=h)
+    else:
+        w, h = args.size or (640, 480)
+        heading = graph.nodes[args.node].heading if args.heading is None else args.heading
+        view = renderer.perspective(args.node, heading, fov_deg=args.fov, width=w, height=h)
+    save_png(args.out, view.image)
+    print(f"wrote {args.out} ({w}x{h}, SYNTHETIC imagery)")
+    for sign in view.signs:
+        print(f"  sign {sign.text!r} ({sign.poi_class}) at {sign.distance_m:.1f} m, bbox {sign.bbox}"
+              + ("" if sign.legible else " [illegible]"))
+    return 0
+
+
+WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": cmd_world_dress,
+                  "info": cmd_world_info, "render": cmd_world_render}
 
 
 COMMANDS = {"benchmark": cmd_benchmark, "report": cmd_report, "validate": cmd_validate, "world": cmd_world}

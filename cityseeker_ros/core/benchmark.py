@@ -27,13 +27,14 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, episode_metrics, summarize
 from cityseeker_ros.core.policies import POLICIES, Policy, make_policy
 from cityseeker_ros.core.results import EpisodeLog, write_json_atomic
+from cityseeker_ros.core.views import VIEW_SOURCES, ViewSource, make_view_source
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "config.json"
 # Settings that change results: a resumed run must match them exactly.
 RESULT_DEFINING = ("data_files", "dataset", "policy", "policy_params", "max_steps",
-                   "max_invalid_retries", "dtw_threshold_m")
+                   "max_invalid_retries", "dtw_threshold_m", "views", "view_params")
 
 
 @dataclass
@@ -48,9 +49,15 @@ class BenchmarkConfig:
     limit: Optional[int] = None
     workers: int = 1
     dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M
+    views: Optional[str] = None  # a view source name; None = headings only, no images
+    view_params: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         POLICIES.get(self.policy)
+        if self.views is not None:
+            VIEW_SOURCES.get(self.views)
+        if not isinstance(self.view_params, dict):
+            raise ConfigError(f"view parameters must be a mapping, got {self.view_params!r}")
         for name in ("max_steps", "max_invalid_retries", "workers", "limit"):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool)) and not (name == "limit" and value is None):
@@ -78,9 +85,9 @@ def episode_rng(seed: int, episode_id: str) -> np.random.Generator:
 
 def run_episode(world: World, episode: Episode, policy: Policy, seed: int, *,
                 max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
-                dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M) -> dict[str, Any]:
+                dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, views: Optional[ViewSource] = None) -> dict[str, Any]:
     """One episode, start to end, as the JSON record episodes.jsonl stores."""
-    env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries)
+    env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries, views=views)
     obs = env.reset(episode)
     try:
         policy.reset(episode, episode_rng(seed, episode.episode_id), world if policy.privileged else None)
@@ -132,13 +139,19 @@ class _Runner:
         self.config = config
         self.worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}
         self.policy = make_policy(config.policy, **config.policy_params)
+        # Sources are made (and so checked) at start-up; images are made only for policies
+        # that look at them, the others would discard them.
+        sources = {city: make_view_source(config.views, w, config.view_params) if config.views else None
+                   for city, w in self.worlds.items()}
+        self.views = {city: v if self.policy.uses_images else None for city, v in sources.items()}
 
     def run(self, task: tuple[str, int, int]) -> dict[str, Any]:
         city, index, seed = task
         world = self.worlds[city]
         c = self.config
         return run_episode(world, world.episodes[index], self.policy, seed, max_steps=c.max_steps,
-                           max_invalid_retries=c.max_invalid_retries, dtw_threshold_m=c.dtw_threshold_m)
+                           max_invalid_retries=c.max_invalid_retries, dtw_threshold_m=c.dtw_threshold_m,
+                           views=self.views[city])
 
 
 _WORKER: Optional[_Runner] = None

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from cityseeker_ros.core.directions import RelativeDirection, relative_direction
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cityseeker_ros.core.views.source import ViewSource
 
 DEFAULT_MAX_STEPS = 35
 
@@ -84,7 +87,8 @@ class Trajectory:
 
 
 class Environment:
-    def __init__(self, world: World, max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2) -> None:
+    def __init__(self, world: World, max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
+                 views: Optional[ViewSource] = None) -> None:
         if max_steps < 0:
             raise ConfigError(f"max_steps must be >= 0, got {max_steps}")
         if max_invalid_retries < 0:
@@ -92,6 +96,7 @@ class Environment:
         self.world = world
         self.max_steps = max_steps
         self.max_invalid_retries = max_invalid_retries
+        self.views = views  # None: observations carry headings and directions but no images
         self.episode: Optional[Episode] = None
         self.trajectory: Optional[Trajectory] = None
         self._facing = 0.0
@@ -115,12 +120,18 @@ class Environment:
         return self.observe()
 
     def observe(self) -> Observation:
+        return self._observe(with_images=True)
+
+    def _observe(self, with_images: bool) -> Observation:
         if self.trajectory is None or self.episode is None:
             raise RuntimeError("observe() before reset()")
         node_id = self.trajectory.path[-1]
         node = self.world.graph.nodes[node_id]
-        views = tuple(View(m.index, m.heading, relative_direction(m.heading, self._facing))
-                      for m in self.world.actions.moves(node_id))
+        moves = self.world.actions.moves(node_id)
+        wanted = with_images and self.views is not None
+        images = self.views.images(node, [m.heading for m in moves]) if wanted else [None] * len(moves)
+        views = tuple(View(m.index, m.heading, relative_direction(m.heading, self._facing), image)
+                      for m, image in zip(moves, images))
         step = self.trajectory.steps
         return Observation(self.episode.episode_id, self.episode.instruction, node_id, node.lat,
                            node.lon, self._facing, views, step, self.max_steps - step, self._feedback)
@@ -160,4 +171,5 @@ class Environment:
     def _end(self, reason: EndReason, valid: bool = True) -> StepResult:
         assert self.trajectory is not None
         self.trajectory.end_reason = reason
-        return StepResult(self.observe(), done=True, valid=valid, end_reason=reason)
+        # Nobody acts on the last observation, so it carries no images (they cost a render each).
+        return StepResult(self._observe(with_images=False), done=True, valid=valid, end_reason=reason)

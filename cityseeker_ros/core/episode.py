@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
+from typing import Optional
 
 from cityseeker_ros.core.graph import StreetGraph
 from cityseeker_ros.core.transition import ActionModel
@@ -21,6 +23,11 @@ CATEGORY_NAMES: dict[str, str] = {
 }
 PAPER_CATEGORIES: tuple[str, ...] = tuple(v for k, v in CATEGORY_NAMES.items() if k != "question2")
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+
+
+def difficulty_of(total_steps: int) -> str:
+    """The release's labels: easy up to 10 steps, medium 11-18, hard 19-24."""
+    return "easy" if total_steps <= 10 else "medium" if total_steps <= 18 else "hard"
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class World:
     category_targets: dict[str, frozenset[str]]
     source_files: dict[str, str] = field(default_factory=dict)  # path -> sha256
     synthetic: bool = False
+    root: Optional[Path] = None  # the folder it was loaded from, for view sources that read more of it
 
     @cached_property
     def actions(self) -> ActionModel:

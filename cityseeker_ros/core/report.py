@@ -23,6 +23,8 @@ from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES
 from cityseeker_ros.core.errors import CitySeekerError, DataError
 from cityseeker_ros.core.graph import StreetGraph
 from cityseeker_ros.core.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, PAPER_SCOPE
+from cityseeker_ros.core.report_views import CSS as VIEWS_CSS
+from cityseeker_ros.core.report_views import ViewLoader, views_html
 from cityseeker_ros.core.results import write_text_atomic
 
 GraphLoader = Callable[[dict], dict[str, StreetGraph]]
@@ -603,7 +605,8 @@ border-radius:4px}.ceiling .big{font-size:28px;font-weight:700;color:#1f5fbf}
 svg.traj{display:block;max-width:100%;height:auto}
 """
 
-SYNTHETIC_TEXT = ("Synthetic world: this run used a generated city, not the CitySeeker release. "
+SYNTHETIC_TEXT = ("Synthetic world: this run used generated tasks or rendered imagery (a world built from "
+                  "OpenStreetMap or a procedural city), not the CitySeeker release's panoramas. "
                   "Its numbers are not comparable with the paper's.")
 
 
@@ -625,7 +628,7 @@ def build_html(summary: dict, tables: Sequence[Table], trajectories: str) -> str
     body = "".join(render_table_html(t) for t in tables)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>CitySeeker report: {e(str(cfg.get('policy', '?')))}</title>"
-            f"<style>{CSS}</style></head><body>\n"
+            f"<style>{CSS}{VIEWS_CSS}</style></head><body>\n"
             f"<h1>CitySeeker benchmark report</h1><p class=\"note\">{e(subtitle)}</p>\n"
             f"{banner}{ceiling}\n{body}{trajectories}</body></html>\n")
 
@@ -636,12 +639,12 @@ def build_markdown(summary: dict, tables: Sequence[Table]) -> str:
     if cfg.get("synthetic"):
         lines += [f"> **{SYNTHETIC_TEXT}**", ""]
     lines += [f"**Solvable ceiling: {_ceiling_value(summary)}**. {CEILING_NOTE}", "",
-              "Trajectory plots: see report.html beside this file.", ""]
+              "Trajectory plots and views: see report.html beside this file.", ""]
     return "\n".join(lines) + "\n" + "\n".join(render_table_md(t) for t in tables)
 
 
 def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
-                 max_trajectories: int = 6) -> tuple[Path, Path]:
+                 view_loader: ViewLoader | None = None, max_trajectories: int = 6) -> tuple[Path, Path]:
     """Read OUT/summary.json and OUT/episodes.jsonl; write OUT/report.html and OUT/report.md."""
     out_dir = Path(out_dir)
     summary = load_summary(out_dir / "summary.json")
@@ -663,7 +666,8 @@ def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
     ]
     graphs, problem = load_graphs(summary, graph_loader) if selected else ({}, "")
     html_path, md_path = out_dir / "report.html", out_dir / "report.md"
-    trajectories = trajectories_html(selected, graphs, problem, seed)
+    trajectories = (trajectories_html(selected, graphs, problem, seed)
+                    + views_html(selected, summary.get("config", {}), view_loader))
     write_text_atomic(html_path, build_html(summary, tables, trajectories))
     write_text_atomic(md_path, build_markdown(summary, tables + [trajectory_table(selected)]))
     return html_path, md_path

@@ -1,17 +1,27 @@
 """Crash-safe result files: append-only JSONL for episodes, atomic replace for the rest."""
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from cityseeker_ros.core.errors import DataError
+from cityseeker_ros.core.errors import ConfigError, DataError
 
 log = logging.getLogger("cityseeker_ros.results")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -88,3 +98,42 @@ class EpisodeLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_replaceable(out_dir: Path, replaceable: Callable[[Path], bool], what: str) -> None:
+    """Refuse to overwrite anything but an earlier output of the same writer."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"{out_dir}: exists and is not a folder; refusing to overwrite it")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not replaceable(out_dir):
+        raise ConfigError(f"{out_dir}: folder is not empty and is not {what}; "
+                          "refusing to overwrite it (choose another folder)")
+
+
+def replace_folder(out_dir: Path, documents: dict[str, Any], replaceable: Callable[[Path], bool],
+                   what: str) -> None:
+    """Write JSON documents into a hidden sibling, then swap it in: a crash leaves the old
+    folder or none, never a half-written one."""
+    out_dir = Path(out_dir)
+    check_replaceable(out_dir, replaceable, what)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    old = None
+    try:
+        for name, doc in documents.items():
+            with open(tmp / name, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1, ensure_ascii=False)
+                f.write("\n")
+        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
+        if out_dir.exists():
+            check_replaceable(out_dir, replaceable, what)  # it may have changed while we worked
+            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
+            os.replace(out_dir, old / "folder")
+        os.replace(tmp, out_dir)
+    except BaseException:
+        if old is not None and not out_dir.exists():
+            os.replace(old / "folder", out_dir)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

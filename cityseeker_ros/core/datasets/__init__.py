@@ -10,6 +10,7 @@ from cityseeker_ros.core.datasets.problems import Problems
 from cityseeker_ros.core.episode import World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.registry import Registry
+from cityseeker_ros.core.worlds.folder import is_world_folder, load_world
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class DatasetFormat:
 
 DATASETS: Registry[DatasetFormat] = Registry("dataset")
 DATASETS.register("cityseeker")(DatasetFormat(is_city_folder, load_city))
+DATASETS.register("world")(DatasetFormat(is_world_folder, load_world))
 
 
 def city_folders(path: Path, dataset: str = "auto") -> list[tuple[str, Path]]:
@@ -37,7 +39,8 @@ def city_folders(path: Path, dataset: str = "auto") -> list[tuple[str, Path]]:
              for name in formats if DATASETS.get(name).detect(sub)]
     if not found:
         raise ConfigError(f"--data {path}: no city folder of format {' or '.join(formats)} here or "
-                          "one level below (a CitySeeker city holds connections.json and question.json)")
+                          "one level below (a CitySeeker city holds connections.json and question.json; "
+                          "a world folder holds world.json)")
     return found
 
 

@@ -6,7 +6,6 @@ Node coordinates exist only on route nodes; the rest are recovered by walking ed
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import deque
@@ -18,6 +17,7 @@ from cityseeker_ros.core.datasets.problems import Problems
 from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES, Episode, World
 from cityseeker_ros.core.geodesy import destination, geodesic_m, mercator_units_to_metres, normalize_heading
 from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.results import sha256_file
 
 CONNECTIONS = "connections.json"
 QUESTIONS = "question.json"
@@ -32,14 +32,6 @@ _MISSING = object()
 
 def is_city_folder(path: Path) -> bool:
     return (path / CONNECTIONS).is_file() and (path / QUESTIONS).is_file()
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def node_id(filename: str) -> str:

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +24,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES
+from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES, difficulty_of
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.geodesy import destination, geodesic_m, initial_bearing_deg, metres_to_mercator_units
 from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.results import check_replaceable, replace_folder
 from cityseeker_ros.core.transition import ActionModel
 
 GENERATOR = "cityseeker_ros.core.datasets.synthetic"
@@ -122,7 +120,7 @@ def synthesize_world(out_dir: Path, *, seed: int = 0, city: str = "gridtown", bl
               "origin": [float(origin[0]), float(origin[1])],
               "episodes_per_category": episodes_per_category}
     _check_params(city, blocks, block_nodes, spacing_m, origin, episodes_per_category)
-    _check_replaceable(out_dir)
+    check_replaceable(out_dir, is_synthetic_world, "a synthetic world")
 
     rng = np.random.default_rng(seed)
     coords, hops = _layout(rng, blocks, block_nodes, spacing_m, origin)
@@ -135,8 +133,8 @@ def synthesize_world(out_dir: Path, *, seed: int = 0, city: str = "gridtown", bl
              # Ground truth the release lacks: which nodes satisfy each request.
              "shops": {kind: sorted(nodes) for kind, nodes in shops.items()},
              "requests": {r.folder: [list(kinds) for kinds in r.stages] for r in REQUESTS}}
-    _write_atomically(out_dir, {"connections.json": connections, "question.json": questions,
-                                "world.json": world})
+    replace_folder(out_dir, {"connections.json": connections, "question.json": questions, "world.json": world},
+                   is_synthetic_world, "a synthetic world")
     return out_dir
 
 
@@ -166,14 +164,6 @@ def is_synthetic_world(folder: Path) -> bool:
         return False
     return (names <= set(WORLD_FILES) and isinstance(meta, dict)
             and meta.get("synthetic") is True and meta.get("generator") == GENERATOR)
-
-
-def _check_replaceable(out_dir: Path) -> None:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"{out_dir}: exists and is not a folder; refusing to overwrite it")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not is_synthetic_world(out_dir):
-        raise ConfigError(f"{out_dir}: folder is not empty and is not a synthetic world; "
-                          "refusing to overwrite it (choose another folder)")
 
 
 def _layout(rng: np.random.Generator, blocks: int, block_nodes: int, spacing_m: float,
@@ -290,11 +280,6 @@ def _place_shops(rng: np.random.Generator, node_ids: list[str],
         shops[kind] = frozenset(chosen[start:start + count])
         start += count
     return shops
-
-
-def difficulty_of(total_steps: int) -> str:
-    """The release's labels: easy up to 10 steps, medium 11-18, hard 19-24."""
-    return "easy" if total_steps <= 10 else "medium" if total_steps <= 18 else "hard"
 
 
 def _route_pools(rng: np.random.Generator, graph: StreetGraph, blocks: int, per_category: int
@@ -420,30 +405,3 @@ def _episode_record(graph: StreetGraph, units: dict[tuple[str, str], float], req
     record.update({"complete_route": _route_json(graph, full), "difficulty": difficulty_of(steps),
                    "category": request.category, "city": city})
     return record
-
-
-def _write_atomically(out_dir: Path, documents: dict[str, Any]) -> None:
-    """Write into a hidden sibling, then swap it in: a crash leaves the old world or none,
-    never a half-written one."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    old = None
-    try:
-        for name, doc in documents.items():
-            with open(tmp / name, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1)
-                f.write("\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
-        if out_dir.exists():
-            _check_replaceable(out_dir)  # it may have changed while we generated
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-            os.replace(out_dir, old / "world")
-        os.replace(tmp, out_dir)
-    except BaseException:
-        if old is not None and not out_dir.exists():
-            os.replace(old / "world", out_dir)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)

@@ -16,6 +16,8 @@ from cityseeker_ros.core.registry import Registry
 class Policy(ABC):
     # A privileged policy is handed the world (graph, targets) and is labelled oracle in results.
     privileged: ClassVar[bool] = False
+    # Whether act() looks at View.image; the benchmark skips making images for policies that do not.
+    uses_images: ClassVar[bool] = True
 
     def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
         """Start an episode. `rng` is the only randomness a policy may use, so runs repeat."""

@@ -11,8 +11,14 @@ from cityseeker_ros.core.geodesy import circular_difference
 from cityseeker_ros.core.policies.base import POLICIES, Policy
 
 
+class HeadingOnlyPolicy(Policy):
+    """Decides from headings alone, so the benchmark makes no images for it."""
+
+    uses_images = False
+
+
 @POLICIES.register("random")
-class RandomPolicy(Policy):
+class RandomPolicy(HeadingOnlyPolicy):
     """Uniform over walkable headings; never stops (the paper's Random Choice)."""
 
     def act(self, observation: Observation) -> Action:
@@ -22,7 +28,7 @@ class RandomPolicy(Policy):
 
 
 @POLICIES.register("first-heading")
-class FirstHeadingPolicy(Policy):
+class FirstHeadingPolicy(HeadingOnlyPolicy):
     """Always walkable heading 0: what the paper's "Forward Direction" baseline actually did."""
 
     def act(self, observation: Observation) -> Action:
@@ -30,7 +36,7 @@ class FirstHeadingPolicy(Policy):
 
 
 @POLICIES.register("forward")
-class ForwardPolicy(Policy):
+class ForwardPolicy(HeadingOnlyPolicy):
     """Keep walking straight: the heading circularly closest to the direction of travel."""
 
     def act(self, observation: Observation) -> Action:
@@ -41,7 +47,7 @@ class ForwardPolicy(Policy):
 
 
 @POLICIES.register("oracle")
-class OraclePolicy(Policy):
+class OraclePolicy(HeadingOnlyPolicy):
     """Follows a fewest-actions route in the executable action graph and stops at the target.
 
     Its TCE is the solvable ceiling. When the target is out of reach within the budget it

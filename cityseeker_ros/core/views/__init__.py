@@ -1,0 +1,10 @@
+"""View sources by name. Importing this package registers every built-in source."""
+from __future__ import annotations
+
+from cityseeker_ros.core.views import panorama, rendered, source
+from cityseeker_ros.core.views.panorama import PanoramaCutter, PanoramaFolderSource, load_panorama
+from cityseeker_ros.core.views.rendered import RenderedViewSource
+from cityseeker_ros.core.views.source import VIEW_SOURCES, ViewSource, make_view_source
+
+__all__ = ["VIEW_SOURCES", "PanoramaCutter", "PanoramaFolderSource", "RenderedViewSource", "ViewSource",
+           "load_panorama", "make_view_source", "panorama", "rendered", "source"]

@@ -1,0 +1,48 @@
+"""Views rendered from a world folder's scene: synthetic imagery that runs anywhere."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cityseeker_ros.core.episode import World
+from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.graph import Node
+from cityseeker_ros.core.views.source import VIEW_SOURCES, ViewSource
+
+
+@VIEW_SOURCES.register("rendered")
+class RenderedViewSource(ViewSource):
+    """Perspective views from the CPU renderer; `settings` are RenderSettings fields (knobs)."""
+
+    name = "rendered"
+    synthetic = True
+
+    def __init__(self, world: World, fov_deg: float = 90.0, width: int = 640, height: int = 480,
+                 **settings: Any) -> None:
+        from cityseeker_ros.core.render import RENDERER_VERSION, Renderer, RenderSettings
+        from cityseeker_ros.core.worlds.folder import load_scene
+
+        if world.root is None or not (world.root / "scene.json").is_file():
+            raise ConfigError(f"view source 'rendered' needs a world folder with scene.json; {world.city} has none "
+                              "(build one with `cityseeker world build` or `cityseeker world dress`)")
+        try:
+            render_settings = RenderSettings(**settings)
+        except TypeError as exc:
+            raise ConfigError(f"view source 'rendered': unknown render setting: {exc}") from None
+        self.renderer = Renderer(load_scene(world.root), world.graph, render_settings)
+        self.fov_deg, self.width, self.height = float(fov_deg), int(width), int(height)
+        self._describe = {"name": self.name, "synthetic": True, "renderer_version": RENDERER_VERSION,
+                          "fov_deg": self.fov_deg, "width": self.width, "height": self.height, **settings}
+
+    def images(self, node: Node, headings: Sequence[float]) -> list[np.ndarray]:
+        return [self.render(node.id, h).image for h in headings]
+
+    def render(self, node_id: str, heading: float):
+        """The full RenderedView, with the visible-sign ground truth."""
+        return self.renderer.perspective(node_id, heading, fov_deg=self.fov_deg, width=self.width,
+                                         height=self.height)
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self._describe)

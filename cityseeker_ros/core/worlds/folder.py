@@ -1,0 +1,179 @@
+"""The world folder: a versioned, self-describing directory the benchmark loads with --data.
+
+    world.json   metadata: format version, builder and version, source file and sha256,
+                 licence and credit, imagery = synthetic, counts
+    graph.json   street-graph nodes (lat, lon, heading, walkable headings) and directed edges
+    scene.json   buildings and POIs in the local metric frame (worlds.scene)
+    tasks.json   generated episodes with their split, and the category target sets for TCC
+
+The benchmark runs the test split; the dev split is for prompt and strategy tuning.
+"""
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cityseeker_ros import __version__
+from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
+from cityseeker_ros.core.errors import DataError
+from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.results import replace_folder, sha256_file
+from cityseeker_ros.core.worlds.scene import Scene
+from cityseeker_ros.core.worlds.tasks import TaskSet
+
+if TYPE_CHECKING:
+    from cityseeker_ros.core.datasets.problems import Problems
+
+FORMAT = "cityseeker-world"
+FORMAT_VERSION = 1
+FILES = ("world.json", "graph.json", "scene.json", "tasks.json")
+OSM_CREDIT = "© OpenStreetMap contributors"
+OSM_LICENSE = "ODbL-1.0: derived data stays under the Open Database License"
+IMAGERY = "synthetic: rendered by cityseeker_ros from map data, not photographs"
+
+
+def graph_to_json(graph: StreetGraph) -> dict[str, Any]:
+    return {"nodes": [{"id": n.id, "lat": n.lat, "lon": n.lon, "heading": n.heading,
+                       "walkable_headings": list(n.walkable_headings)} for n in graph.nodes.values()],
+            "edges": [{"source": e.source, "target": e.target, "azimuth": e.azimuth, "length_m": e.length_m}
+                      for e in graph.edges]}
+
+
+def write_world(out_dir: Path, *, name: str, graph: StreetGraph, scene: Scene, tasks: TaskSet,
+                metadata: dict[str, Any]) -> Path:
+    """Write (or atomically replace) a world folder; `metadata` adds builder and source facts."""
+    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "city": name,
+            "cityseeker_ros_version": __version__, "imagery": IMAGERY, **metadata,
+            "counts": {**metadata.get("counts", {}), "nodes": len(graph), "edges": len(graph.edges),
+                       "buildings": len(scene.buildings), "pois": len(scene.pois),
+                       "tasks": {"test": tasks.counts("test"), "dev": tasks.counts("dev")}}}
+    replace_folder(Path(out_dir), {"world.json": meta, "graph.json": graph_to_json(graph),
+                                   "scene.json": scene.to_json(), "tasks.json": tasks.to_json()},
+                   is_world_folder, "a cityseeker world")
+    return Path(out_dir)
+
+
+def is_world_folder(folder: Path) -> bool:
+    try:
+        meta = json.loads((Path(folder) / "world.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == FORMAT
+
+
+def _read(folder: Path, name: str) -> Any:
+    path = folder / name
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, "missing (a world folder holds " + ", ".join(FILES) + ")") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataError(path, f"not readable JSON: {exc}") from None
+
+
+def _field(doc: dict[str, Any], key: str, path: Path, kind: type | tuple[type, ...], record: str | None = None):
+    value = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(value, kind) or isinstance(value, bool):  # JSON true is no number here
+        raise DataError(path, f"expected {getattr(kind, '__name__', kind)}, got {value!r}"[:200],
+                        record=record, field=key)
+    return value
+
+
+def read_metadata(folder: Path) -> dict[str, Any]:
+    folder = Path(folder)
+    meta = _read(folder, "world.json")
+    path = folder / "world.json"
+    if _field(meta, "format", path, str) != FORMAT:
+        raise DataError(path, f"format is {meta.get('format')!r}, expected {FORMAT!r}", field="format")
+    version = _field(meta, "format_version", path, int)
+    if version > FORMAT_VERSION:
+        raise DataError(path, f"format_version {version} is newer than this cityseeker_ros reads "
+                        f"({FORMAT_VERSION}); upgrade the package", field="format_version")
+    _field(meta, "name", path, str)
+    return meta
+
+
+def load_graph(folder: Path) -> StreetGraph:
+    path = Path(folder) / "graph.json"
+    doc = _read(Path(folder), "graph.json")
+    nodes, edges = [], []
+    for i, n in enumerate(_field(doc, "nodes", path, list)):
+        rec = f"nodes[{i}]"
+        nodes.append(Node(_field(n, "id", path, str, rec), float(_field(n, "lat", path, (int, float), rec)),
+                          float(_field(n, "lon", path, (int, float), rec)),
+                          float(_field(n, "heading", path, (int, float), rec)),
+                          tuple(float(h) for h in _field(n, "walkable_headings", path, list, rec))))
+    ids = {n.id for n in nodes}
+    for i, e in enumerate(_field(doc, "edges", path, list)):
+        rec = f"edges[{i}]"
+        edge = Edge(_field(e, "source", path, str, rec), _field(e, "target", path, str, rec),
+                    float(_field(e, "azimuth", path, (int, float), rec)),
+                    float(_field(e, "length_m", path, (int, float), rec)))
+        for key in ("source", "target"):
+            if getattr(edge, key) not in ids:
+                raise DataError(path, f"node {getattr(edge, key)!r} is not in nodes", record=rec, field=key)
+        edges.append(edge)
+    return StreetGraph(nodes, edges, name=read_metadata(folder)["name"])
+
+
+@cache
+def _scene_cached(path: str, mtime_ns: int) -> Scene:
+    doc = _read(Path(path).parent, Path(path).name)
+    try:
+        return Scene.from_json(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(path, f"malformed scene record: {exc!r}"[:300]) from None
+
+
+def load_scene(folder: Path) -> Scene:
+    """The scene, parsed once per process (renderers in every worker share the file)."""
+    path = Path(folder) / "scene.json"
+    try:
+        mtime = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise DataError(path, "missing (a world folder holds " + ", ".join(FILES) + ")") from None
+    return _scene_cached(str(path.resolve()), mtime)
+
+
+def load_scene_and_graph(folder: Path) -> tuple[Scene, StreetGraph]:
+    return load_scene(folder), load_graph(folder)
+
+
+def load_world(folder: Path, problems: Problems | None = None, split: str = "test") -> World:
+    """A World for the benchmark: the graph, the `split` episodes and the TCC target sets."""
+    folder = Path(folder)
+    meta = read_metadata(folder)
+    graph = load_graph(folder)
+    path = folder / "tasks.json"
+    doc = _read(folder, "tasks.json")
+    episodes = []
+    for i, t in enumerate(_field(doc, "tasks", path, list)):
+        rec = f"tasks[{i}]"
+        if _field(t, "split", path, str, rec) != split:
+            continue
+        code = _field(t, "category", path, str, rec)
+        if code not in CATEGORY_NAMES:
+            raise DataError(path, f"unknown category code {code!r}", record=rec, field="category")
+        route = tuple(_field(t, "reference_path", path, list, rec))
+        for key, node in (("start", t.get("start")), ("target", t.get("target"))) + tuple(
+                (f"reference_path[{k}]", n) for k, n in enumerate(route)) + tuple(
+                (f"stage_goals[{k}]", n) for k, n in enumerate(t.get("stage_goals", ()))):
+            if node not in graph:
+                raise DataError(path, f"node {node!r} is not in graph.json", record=rec, field=key)
+        episodes.append(Episode(
+            episode_id=_field(t, "id", path, str, rec), city=meta["name"], category=CATEGORY_NAMES[code],
+            difficulty=_field(t, "difficulty", path, str, rec), instruction=_field(t, "instruction", path, str, rec),
+            request=_field(t, "request", path, str, rec), start=t["start"], target=t["target"],
+            reference_path=route, stage_goals=tuple(t.get("stage_goals", ()))))
+    targets = _field(doc, "category_targets", path, dict)
+    for request, nodes in targets.items():
+        missing = [n for n in nodes if n not in graph]
+        if missing:
+            raise DataError(path, f"target node {missing[0]!r} is not in graph.json", record=request,
+                            field="category_targets")
+    return World(city=meta["name"], graph=graph, episodes=episodes,
+                 category_targets={k: frozenset(v) for k, v in targets.items()},
+                 source_files={str(folder / f): sha256_file(folder / f) for f in FILES},
+                 synthetic=True, root=folder)

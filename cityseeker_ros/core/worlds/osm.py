@@ -1,0 +1,723 @@
+"""Build a navigable world (street graph plus scene) from an OpenStreetMap extract.
+
+CitySeeker's graphs are street-view captures: a panorama every ~20 m along the streets a car
+or a pedestrian walks, with edges to the neighbouring panoramas. We rebuild that from OSM:
+
+* Walkable streets are public roads a street-view car drives (primary/secondary/tertiary and
+  their links, residential, unclassified, living streets, service roads other than parking
+  aisles, driveways and drive-throughs) plus pedestrian streets, footways and paths. Footways
+  tagged as sidewalks or crossings are dropped because the road they flank already carries the
+  panoramas; so are tunnels, covered or indoor ways, areas, private ways, steps, motorways,
+  trunks, construction, platforms and raceways, none of which a street-view walker sees from.
+* Ways are split at shared OSM nodes, every piece is cut into equal hops of at most
+  `spacing_m`, nodes closer than MERGE_M are merged, and the largest connected component is
+  kept. Edges go both ways (pedestrians ignore oneway).
+* Buildings are extruded footprints; POIs sit on the nearest street-facing facade, or on a
+  small synthetic kiosk when OSM maps no building for them.
+
+Everything is sorted by OSM id before ids are handed out, so one input gives one output.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+import zlib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import osmium
+import shapely
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+from shapely.geometry import LineString, Polygon
+from shapely.geometry.polygon import orient
+
+from cityseeker_ros.core.errors import ConfigError, DataError
+from cityseeker_ros.core.geodesy import WGS84, LocalFrame, normalize_heading
+from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.worlds.scene import XY, Building, Poi, Scene
+
+BBox = tuple[float, float, float, float]  # min_lon, min_lat, max_lon, max_lat
+Vertex = tuple[Any, float, float]  # key (OSM node id, or ("cut", k) where a way leaves the bbox), lat, lon
+WayNodes = list[Optional[tuple[int, float, float]]]  # OSM node id, lat, lon; None where the file lacks the node
+
+MERGE_M = 3.0
+BUILDING_REACH_M = 80.0  # buildings farther than this from every node are never seen
+FACADE_SEARCH_M = 30.0
+STREET_SEARCH_M = 40.0
+OWN_WALL_M = 60.0
+SIMPLIFY_M = 0.3
+SIGN_OFFSET_M = 0.05  # signs float just off the wall so renderers do not z-fight
+LEVEL_M = 3.2
+ROOF_M = 1.0
+KIOSK_WIDTH_M, KIOSK_DEPTH_M, KIOSK_HEIGHT_M = 6.0, 4.0, 4.0
+KIOSK_STREET_CLEARANCE_M = 4.0
+
+STREET_HIGHWAYS = frozenset({
+    "primary", "primary_link", "secondary", "secondary_link", "tertiary", "tertiary_link",
+    "residential", "unclassified", "living_street", "pedestrian", "service", "footway", "path",
+})
+EXCLUDED_SERVICE = frozenset({"parking_aisle", "driveway", "drive-through"})
+EXCLUDED_FOOTWAY = frozenset({"sidewalk", "crossing"})
+
+POI_KEYS = ("amenity", "shop", "tourism", "leisure", "healthcare", "public_transport", "railway", "highway", "office")
+# Keys whose every value but these is infrastructure rather than a place to go.
+POI_ONLY = {
+    "public_transport": frozenset({"station"}),
+    "railway": frozenset({"station", "halt", "tram_stop", "subway_entrance"}),
+    "highway": frozenset({"bus_stop"}),
+}
+# Street furniture and other objects nobody navigates to (vending machines, drinking water,
+# toilets and fountains stay: people do look for them).
+POI_DULL = {
+    "amenity": frozenset({
+        "bench", "waste_basket", "waste_disposal", "parking", "parking_space", "parking_entrance",
+        "bicycle_parking", "motorcycle_parking", "recycling", "post_box", "letter_box", "telephone", "clock",
+        "grit_bin", "loading_dock", "hunting_stand", "shelter", "bbq", "lounger", "table", "dog_toilet",
+        "feeding_place", "watering_place", "water_point", "trolley_bay", "smoking_area", "ticket_validator",
+        "sanitary_dump_station", "compressed_air", "vacuum_cleaner", "give_box", "device_charging_station",
+        "charging_station", "fixme",
+    }),
+    "tourism": frozenset({"information", "picnic_site", "camp_pitch"}),
+    "leisure": frozenset({
+        "swimming_pool", "pitch", "track", "picnic_table", "outdoor_seating", "slipway", "firepit",
+        "bleachers", "fitness_station", "common",
+    }),
+    "shop": frozenset({"vacant", "disused"}),
+}
+MEANINGLESS = frozenset({"yes", "no", ""})
+# Classes whose public signage is generic (a pictogram, a standard logo), so they read as
+# signed even when OSM has no name.
+GENERIC_SIGNAGE = frozenset({
+    "toilets", "pharmacy", "bus_stop", "station", "subway_entrance", "tram_stop", "halt", "hospital", "atm",
+    "drinking_water", "post_office", "police",
+})
+NOISE_TAG = re.compile(r"^(source|note|fixme|created_by)(:|$)", re.IGNORECASE)
+HEIGHT = re.compile(r"^\s*(\d+(?:[.,]\d+)?)\s*(m|meters?|metres?)?\s*$", re.IGNORECASE)
+SMALL_BUILDINGS = frozenset({
+    "garage", "garages", "shed", "hut", "kiosk", "roof", "carport", "cabin", "toilets", "service",
+    "transformer_tower", "bunker", "greenhouse",
+})
+HOUSES = frozenset({"house", "detached", "semidetached_house", "bungalow", "terrace", "farm", "villa"})
+
+
+@dataclass
+class OsmWorld:
+    graph: StreetGraph
+    scene: Scene
+    stats: dict[str, Any]
+
+
+@dataclass
+class _Extract:
+    """What the single pass over the file keeps, in OSM ids, before any geometry work."""
+
+    streets: list[tuple[int, WayNodes]] = field(default_factory=list)
+    buildings: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]] = field(default_factory=list)
+    pois: list[tuple[int, int, str, dict[str, str], float, float]] = field(default_factory=list)
+
+
+def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacing_m: float = 20.0,
+                    visibility_m: float = 50.0) -> OsmWorld:
+    """Street graph and scene for an OSM file (.osm.pbf or .osm XML), optionally clipped to `bbox`."""
+    started = time.perf_counter()
+    pbf = Path(pbf)
+    bbox = _check_bbox(bbox)
+    for param, value in (("spacing_m", spacing_m), ("visibility_m", visibility_m)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ConfigError(f"{param} must be a positive number of metres, got {value!r}")
+    if not pbf.is_file():
+        raise DataError(pbf, "no such file")
+    extract = _read(pbf, bbox)
+    graph = _street_graph(extract.streets, bbox, spacing_m, name)
+    if graph is None:
+        where = f"inside bbox {bbox}" if bbox is not None else "in the file"
+        raise DataError(pbf, f"no walkable streets {where}")
+    frame = graph.frame
+    node_ids = list(graph.nodes)
+    latlon = graph.latlon(node_ids)
+    node_xy = frame.to_xy(latlon[:, 0], latlon[:, 1])
+    node_tree = cKDTree(node_xy)
+    buildings = _buildings(extract.buildings, frame, node_tree)
+    pois, kiosks, dropped = _pois(extract.pois, frame, graph, node_ids, node_xy, node_tree, buildings, visibility_m)
+    scene = Scene(frame.lat0, frame.lon0, buildings + kiosks, pois)
+    lat, lon = latlon[:, 0], latlon[:, 1]
+    stats = {
+        "nodes": len(graph.nodes),
+        "edges": len(graph.edges),
+        "buildings": {"real": len(buildings), "synthetic": len(kiosks)},
+        "pois": len(pois),
+        "pois_dropped": dropped,
+        "pois_by_class": _ranked(Counter(p.poi_class for p in pois)),
+        "brands": _ranked(Counter(p.brand for p in pois if p.brand)),
+        "streets_ways": len(extract.streets),
+        "bbox": list(bbox) if bbox is not None else [float(lon.min()), float(lat.min()), float(lon.max()),
+                                                      float(lat.max())],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    return OsmWorld(graph, scene, stats)
+
+
+def _check_bbox(bbox: Optional[Iterable[float]]) -> Optional[BBox]:
+    if bbox is None:
+        return None
+    try:
+        values = tuple(float(v) for v in bbox)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"bbox must be four numbers (min_lon, min_lat, max_lon, max_lat), got {bbox!r}") from exc
+    if len(values) != 4 or not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"bbox must be four finite numbers (min_lon, min_lat, max_lon, max_lat), got {bbox!r}")
+    min_lon, min_lat, max_lon, max_lat = values
+    if not (-90.0 <= min_lat < max_lat <= 90.0):
+        raise ConfigError(f"bbox latitudes must satisfy -90 <= min_lat < max_lat <= 90, got {bbox!r}")
+    if not (-180.0 <= min_lon < max_lon <= 180.0):
+        raise ConfigError(f"bbox longitudes must satisfy -180 <= min_lon < max_lon <= 180, got {bbox!r}")
+    return values
+
+
+def _ranked(counts: Counter) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def is_walkable(tags: dict[str, str]) -> bool:
+    """The street filter described in the module docstring."""
+    highway = tags.get("highway")
+    if highway not in STREET_HIGHWAYS:
+        return False
+    if highway == "service" and tags.get("service") in EXCLUDED_SERVICE:
+        return False
+    if highway in ("footway", "path") and tags.get("footway") in EXCLUDED_FOOTWAY:
+        return False
+    if tags.get("tunnel", "no") != "no" or tags.get("covered") == "yes" or tags.get("indoor") == "yes":
+        return False
+    if tags.get("access") in ("private", "no") and tags.get("foot") not in ("yes", "designated", "permissive"):
+        return False
+    return tags.get("area") != "yes"
+
+
+def poi_class(tags: dict[str, str]) -> Optional[str]:
+    """The first meaningful POI tag as "key=value"; None when the object is not a destination."""
+    for key in POI_KEYS:
+        value = tags.get(key)
+        if value is None or value.strip().lower() in MEANINGLESS:
+            continue
+        if key in POI_ONLY and value not in POI_ONLY[key]:
+            continue
+        if value in POI_DULL.get(key, ()):
+            if key == "tourism" and value == "information" and tags.get("information") == "office":
+                return "tourism=information"
+            continue
+        return f"{key}={value}"
+    return None
+
+
+def _read(pbf: Path, bbox: Optional[BBox]) -> _Extract:
+    def inside(lat: float, lon: float) -> bool:
+        return bbox is None or (bbox[0] <= lon <= bbox[2] and bbox[1] <= lat <= bbox[3])
+
+    out = _Extract()
+    processor = (osmium.FileProcessor(str(pbf)).with_locations()
+                 .with_areas(osmium.filter.KeyFilter("building"))
+                 .with_filter(osmium.filter.EmptyTagFilter()))
+    try:
+        for obj in processor:
+            tags = dict(obj.tags)
+            if obj.is_node():
+                if poi_class(tags) and obj.location.valid() and inside(obj.location.lat, obj.location.lon):
+                    out.pois.append((0, obj.id, "node", tags, obj.location.lat, obj.location.lon))
+            elif obj.is_way():
+                if is_walkable(tags):
+                    out.streets.append((obj.id, [(n.ref, n.lat, n.lon) if n.location.valid() else None
+                                                 for n in obj.nodes]))
+                if poi_class(tags):
+                    centre = _way_centre([(n.lon, n.lat) for n in obj.nodes if n.location.valid()])
+                    if centre is not None and inside(centre[1], centre[0]):
+                        out.pois.append((1, obj.id, "way", tags, centre[1], centre[0]))
+            elif obj.is_area():
+                if tags.get("building", "no") == "no" or tags.get("location") == "underground":
+                    continue
+                rings = [[(n.lat, n.lon) for n in ring] for ring in obj.outer_rings()]
+                kind = "way" if obj.from_way() else "relation"
+                out.buildings.append((f"{kind}/{obj.orig_id()}", tags, rings))
+    except RuntimeError as exc:
+        raise DataError(pbf, f"not a readable OSM file: {exc}") from exc
+    out.streets.sort(key=lambda s: s[0])
+    out.pois.sort(key=lambda p: (p[0], p[1]))
+    out.buildings.sort(key=lambda b: (not b[0].startswith("way/"), int(b[0].split("/")[1])))
+    if bbox is not None:
+        out.buildings = [b for b in out.buildings if b[2] and b[2][0] and inside(*np.mean(b[2][0], axis=0))]
+    return out
+
+
+def _way_centre(lonlat: list[tuple[float, float]]) -> Optional[tuple[float, float]]:
+    """Area centroid of a closed way, length centroid of an open one (lon, lat)."""
+    if not lonlat:
+        return None
+    if len(lonlat) >= 4 and lonlat[0] == lonlat[-1]:
+        c = Polygon(lonlat).centroid
+        if not c.is_empty:
+            return (c.x, c.y)
+    if len(lonlat) >= 2:
+        c = LineString(lonlat).centroid
+        if not c.is_empty:
+            return (c.x, c.y)
+    return lonlat[0]
+
+
+# --- street graph --------------------------------------------------------------------------
+
+
+def _clip(streets: list[tuple[int, WayNodes]], bbox: Optional[BBox]) -> list[list[Vertex]]:
+    """Runs of consecutive located vertices inside `bbox`; ways crossing its edge are cut exactly there."""
+    runs: list[list[Vertex]] = []
+    cuts = 0
+    for _, nodes in streets:
+        run: list[Vertex] = []
+        for p, q in zip(nodes[:-1], nodes[1:]):
+            if p is None or q is None or p[0] == q[0]:
+                if p is None or q is None:
+                    runs.append(run)
+                    run = []
+                continue
+            span = _clip_segment(p, q, bbox)
+            if span is None:
+                runs.append(run)
+                run = []
+                continue
+            t0, t1 = span
+            if t0 > 0.0:
+                runs.append(run)
+                cuts += 1
+                run = [(("cut", cuts), p[1] + t0 * (q[1] - p[1]), p[2] + t0 * (q[2] - p[2]))]
+            elif not run:
+                run = [p]
+            if t1 < 1.0:
+                cuts += 1
+                run.append((("cut", cuts), p[1] + t1 * (q[1] - p[1]), p[2] + t1 * (q[2] - p[2])))
+                runs.append(run)
+                run = []
+            else:
+                run.append(q)
+        runs.append(run)
+    return [run for run in runs if len(run) >= 2]
+
+
+def _clip_segment(p: tuple[int, float, float], q: tuple[int, float, float],
+                  bbox: Optional[BBox]) -> Optional[tuple[float, float]]:
+    """Liang-Barsky in lon/lat: the parameter interval of p->q inside bbox, or None."""
+    if bbox is None:
+        return 0.0, 1.0
+    t0, t1 = 0.0, 1.0
+    dx, dy = q[2] - p[2], q[1] - p[1]
+    for step, gap in ((-dx, p[2] - bbox[0]), (dx, bbox[2] - p[2]), (-dy, p[1] - bbox[1]), (dy, bbox[3] - p[1])):
+        if step == 0.0:
+            if gap < 0.0:
+                return None
+            continue
+        t = gap / step
+        if step < 0.0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return None
+    return (t0, t1) if t1 > t0 else None
+
+
+def _street_graph(streets: list[tuple[int, WayNodes]], bbox: Optional[BBox],
+                  spacing_m: float, name: str) -> Optional[StreetGraph]:
+    runs = _clip(streets, bbox)
+    uses = Counter(ref for run in runs for ref, _, _ in run)
+
+    lat: list[float] = []
+    lon: list[float] = []
+    is_junction: list[bool] = []
+    junction_index: dict[Any, int] = {}
+    hops: list[tuple[int, int]] = []  # consecutive points, in way direction
+
+    def junction(ref: Any, la: float, lo: float) -> int:
+        if ref not in junction_index:
+            junction_index[ref] = len(lat)
+            lat.append(la)
+            lon.append(lo)
+            is_junction.append(True)
+        return junction_index[ref]
+
+    for run in runs:
+        cut = [0] + [i for i in range(1, len(run) - 1) if uses[run[i][0]] > 1] + [len(run) - 1]
+        for a, b in zip(cut[:-1], cut[1:]):
+            piece = np.asarray([(la, lo) for _, la, lo in run[a:b + 1]], dtype=float)
+            _, _, seg = WGS84.inv(piece[:-1, 1], piece[:-1, 0], piece[1:, 1], piece[1:, 0])
+            seg = np.atleast_1d(np.asarray(seg, dtype=float))
+            total = float(seg.sum())
+            if total <= 0.0:
+                continue
+            start = junction(*run[a])
+            parts = max(1, math.ceil(total / spacing_m - 1e-6))  # float noise must not add a hop
+            cum = np.concatenate([[0.0], np.cumsum(seg)])
+            targets = total * np.arange(1, parts) / parts
+            k = np.clip(np.searchsorted(cum, targets, side="right") - 1, 0, len(seg) - 1)
+            frac = np.where(seg[k] > 0, (targets - cum[k]) / np.where(seg[k] > 0, seg[k], 1.0), 0.0)
+            points = piece[k] + frac[:, None] * (piece[k + 1] - piece[k])
+            prev = start
+            for la, lo in points:
+                lat.append(float(la))
+                lon.append(float(lo))
+                is_junction.append(False)
+                hops.append((prev, len(lat) - 1))
+                prev = len(lat) - 1
+            hops.append((prev, junction(*run[b])))
+    if not hops:
+        return None
+
+    latlon = np.column_stack([lat, lon])
+    rep = _merge_close(latlon, np.asarray(is_junction))
+    links: dict[tuple[int, int], tuple[int, int]] = {}  # undirected pair -> first way-direction hop
+    for a, b in hops:
+        ra, rb = int(rep[a]), int(rep[b])
+        if ra != rb:
+            links.setdefault((min(ra, rb), max(ra, rb)), (ra, rb))
+    if not links:
+        return None
+    pairs = np.asarray(list(links), dtype=np.int64)
+    n = len(latlon)
+    adjacency = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    _, labels = connected_components(adjacency, directed=False)
+    used = np.unique(pairs)
+    sizes = Counter(labels[used].tolist())
+    best = min(sizes, key=lambda lab: (-sizes[lab], int(used[labels[used] == lab].min())))
+    keep = used[labels[used] == best]  # ascending point index: first-appearance order
+    new_id = {int(p): f"n{i:05d}" for i, p in enumerate(keep)}
+
+    directed = [hop for pair, hop in links.items() if pair[0] in new_id]
+    src = np.asarray([a for a, _ in directed])
+    dst = np.asarray([b for _, b in directed])
+    az_fwd, az_back, length = WGS84.inv(latlon[src, 1], latlon[src, 0], latlon[dst, 1], latlon[dst, 0])
+    az_fwd = np.atleast_1d(az_fwd) % 360.0
+    az_back = np.atleast_1d(az_back) % 360.0
+    length = np.atleast_1d(length)
+
+    heading: dict[int, float] = {}
+    out: dict[int, list[tuple[float, int, float]]] = {int(p): [] for p in keep}
+    for i, (a, b) in enumerate(directed):
+        heading.setdefault(a, float(az_fwd[i]))
+        heading.setdefault(b, (float(az_back[i]) + 180.0) % 360.0)
+    for i, (a, b) in enumerate(directed):
+        out[a].append((float(az_fwd[i]), b, float(length[i])))
+        out[b].append((float(az_back[i]), a, float(length[i])))
+
+    nodes, edges = [], []
+    for p in keep:
+        p = int(p)
+        hops_out = sorted(out[p])
+        nodes.append(Node(new_id[p], float(latlon[p, 0]), float(latlon[p, 1]), _round_heading(heading[p]),
+                          tuple(sorted(_round_heading(az) for az, _, _ in hops_out))))
+        edges.extend(Edge(new_id[p], new_id[t], normalize_heading(az), dist) for az, t, dist in hops_out)
+    return StreetGraph(nodes, edges, name=name)
+
+
+def _round_heading(deg: float) -> float:
+    return normalize_heading(round(deg, 1))
+
+
+def _merge_close(latlon: np.ndarray, is_junction: np.ndarray) -> np.ndarray:
+    """Representative point for every point: greedy clusters of radius MERGE_M, OSM junctions first,
+    so a cluster never spans more than two radii and junction positions stay exact."""
+    frame = LocalFrame(float(latlon[:, 0].mean()), float(latlon[:, 1].mean()))
+    xy = frame.to_xy(latlon[:, 0], latlon[:, 1])
+    tree = cKDTree(xy)
+    rep = np.full(len(xy), -1, dtype=np.int64)
+    order = np.concatenate([np.flatnonzero(is_junction), np.flatnonzero(~is_junction)])
+    for i in order:
+        if rep[i] >= 0:
+            continue
+        rep[i] = i
+        for j in tree.query_ball_point(xy[i], MERGE_M):
+            if rep[j] < 0:
+                rep[j] = i
+    return rep
+
+
+# --- buildings -----------------------------------------------------------------------------
+
+
+def parse_height(value: Optional[str]) -> Optional[float]:
+    """Metres from an OSM height tag ("12", "12 m", "12.5m"); None for anything else."""
+    if not value:
+        return None
+    m = HEIGHT.match(value)
+    if m is None:
+        return None
+    height = float(m.group(1).replace(",", "."))
+    return height if 0.5 <= height <= 1000.0 else None
+
+
+def building_height(building_id: str, tags: dict[str, str]) -> float:
+    """Tagged height, else levels, else a stable per-building guess typical of the building type."""
+    height = parse_height(tags.get("height"))
+    if height is not None:
+        return height
+    try:
+        levels = float(tags.get("building:levels", "").strip())
+    except ValueError:
+        levels = float("nan")
+    if math.isfinite(levels) and 0 < levels <= 300:
+        return levels * LEVEL_M + ROOF_M
+    kind = tags.get("building", "yes")
+    if kind in SMALL_BUILDINGS:
+        guess = 1
+    elif kind in HOUSES:
+        guess = 2
+    else:
+        guess = 4 + zlib.crc32(building_id.encode()) % 5
+    return guess * LEVEL_M + ROOF_M
+
+
+def _style(object_id: str) -> int:
+    return zlib.crc32(object_id.encode()) % 8
+
+
+def _footprint(xy: np.ndarray) -> Optional[tuple[XY, ...]]:
+    """Counter-clockwise ring without the closing point, near-collinear points dropped."""
+    if len(xy) < 3:
+        return None
+    poly = Polygon(xy)
+    simple = poly.simplify(SIMPLIFY_M, preserve_topology=True)
+    if not isinstance(simple, Polygon) or simple.is_empty or not simple.is_valid:
+        simple = poly
+    if simple.area < 1.0:
+        return None
+    coords = np.asarray(orient(simple, 1.0).exterior.coords)[:-1]
+    if len(coords) < 3:
+        return None
+    return tuple((round(float(x), 3), round(float(y), 3)) for x, y in coords)
+
+
+def _buildings(raw: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]], frame: LocalFrame,
+               node_tree: cKDTree) -> list[Building]:
+    out = []
+    seen: set[tuple[XY, ...]] = set()  # a building mapped both as a way and as a multipolygon
+    rings = [(f"{base_id}/{k}" if k else base_id, base_id, tags, ring) for base_id, tags, outer in raw
+             for k, ring in enumerate(sorted((r for r in outer if len(r) >= 4), key=len, reverse=True))]
+    if not rings:
+        return out
+    ll = np.concatenate([np.asarray(ring, dtype=float) for *_, ring in rings])
+    xy = np.split(frame.to_xy(ll[:, 0], ll[:, 1]), np.cumsum([len(ring) for *_, ring in rings])[:-1])
+    for (building_id, base_id, tags, _), ring_xy in zip(rings, xy):
+        footprint = _footprint(ring_xy)
+        if footprint is None or footprint in seen:
+            continue
+        seen.add(footprint)
+        dist, _ = node_tree.query(np.asarray(footprint), distance_upper_bound=BUILDING_REACH_M)
+        if not np.isfinite(dist).any():
+            continue
+        height = round(building_height(base_id, tags), 2)
+        out.append(Building(building_id, footprint, height, max(1, round(height / LEVEL_M)), _style(building_id)))
+    return out
+
+
+# --- points of interest --------------------------------------------------------------------
+
+
+@dataclass
+class _Facades:
+    """Every real building edge as a segment with its outward normal, for facade queries."""
+
+    a: np.ndarray
+    b: np.ndarray
+    normal: np.ndarray
+    owner: np.ndarray
+    tree: shapely.STRtree
+    polygons: list[Polygon]
+    polygon_tree: shapely.STRtree
+    building_ids: list[str]
+    offsets: np.ndarray  # building i owns segments offsets[i]:offsets[i + 1]
+
+    def segments_of(self, building: int) -> np.ndarray:
+        return np.arange(self.offsets[building], self.offsets[building + 1], dtype=np.int64)
+
+    @classmethod
+    def of(cls, buildings: list[Building]) -> _Facades:
+        a, b, owner = [], [], []
+        for i, bld in enumerate(buildings):
+            ring = np.asarray(bld.footprint, dtype=float)
+            a.append(ring)
+            b.append(np.roll(ring, -1, axis=0))
+            owner.append(np.full(len(ring), i))
+        a_arr = np.concatenate(a) if a else np.zeros((0, 2))
+        b_arr = np.concatenate(b) if b else np.zeros((0, 2))
+        d = b_arr - a_arr
+        norm = np.linalg.norm(d, axis=1, keepdims=True)
+        normal = np.column_stack([d[:, 1], -d[:, 0]]) / np.where(norm > 0, norm, 1.0)  # right of a CCW ring
+        polygons = [Polygon(bld.footprint) for bld in buildings]
+        return cls(a_arr, b_arr, normal, np.concatenate(owner) if owner else np.zeros(0, dtype=int),
+                   shapely.STRtree(shapely.linestrings(np.stack([a_arr, b_arr], axis=1)) if len(a_arr) else []),
+                   polygons, shapely.STRtree(polygons), [bld.id for bld in buildings],
+                   np.cumsum([0] + [len(bld.footprint) for bld in buildings]))
+
+
+def _closest_on_segments(p: np.ndarray, a: np.ndarray, b: np.ndarray, margin: float = 0.0) -> np.ndarray:
+    """Closest points to p on each segment a-b, kept `margin` metres (at most half the length) from the ends."""
+    d = b - a
+    sq = np.einsum("ij,ij->i", d, d)
+    t = np.where(sq > 0, np.einsum("ij,ij->i", p - a, d) / np.where(sq > 0, sq, 1.0), 0.0)
+    if margin > 0:
+        m = np.minimum(margin, np.sqrt(sq) / 2) / np.where(sq > 0, np.sqrt(sq), 1.0)
+        t = np.clip(t, m, 1 - m)
+    return a + np.clip(t, 0.0, 1.0)[:, None] * d
+
+
+def _azimuth(v: np.ndarray) -> float:
+    return normalize_heading(round(math.degrees(math.atan2(v[0], v[1])), 3))
+
+
+def _pois(raw: list[tuple[int, int, str, dict[str, str], float, float]], frame: LocalFrame, graph: StreetGraph,
+          node_ids: list[str], node_xy: np.ndarray, node_tree: cKDTree, buildings: list[Building],
+          visibility_m: float) -> tuple[list[Poi], list[Building], int]:
+    if not raw:
+        return [], [], 0
+    facades = _Facades.of(buildings)
+    streets = _street_segments(graph, node_xy)
+    street_tree = shapely.STRtree(shapely.linestrings(streets))
+    points = frame.to_xy(np.asarray([r[4] for r in raw]), np.asarray([r[5] for r in raw]))
+    near = facades.tree.query(shapely.points(points), predicate="dwithin", distance=FACADE_SEARCH_M)
+    inside = facades.polygon_tree.query(shapely.points(points), predicate="within")
+    candidates: dict[int, list[int]] = {}
+    for i, s in zip(near[0].tolist(), near[1].tolist()):
+        candidates.setdefault(i, []).append(s)
+    container = {}
+    for i, bi in zip(inside[0].tolist(), inside[1].tolist()):
+        container[i] = min(bi, container.get(i, bi))
+
+    pois: list[Poi] = []
+    kiosks: list[Building] = []
+    kiosk_polygons: list[Polygon] = []
+    dropped = 0
+    for i, (_, osm_id, kind, tags, lat, lon) in enumerate(raw):
+        poi_id = f"{kind}/{osm_id}"
+        p = points[i]
+        placed = _on_facade(p, candidates.get(i, []), container.get(i), facades, node_xy, node_tree)
+        kiosk = None
+        if placed is not None:
+            anchor, normal_deg, building_id = placed
+        else:
+            kiosk, anchor, normal_deg = _kiosk(poi_id, p, streets, street_tree, facades, kiosk_polygons)
+            building_id = kiosk.id
+        visible = node_tree.query_ball_point(anchor, visibility_m)
+        if not visible:
+            dropped += 1
+            continue
+        if kiosk is not None:
+            kiosks.append(kiosk)
+            kiosk_polygons.append(Polygon(kiosk.footprint))
+        dist = np.linalg.norm(node_xy[visible] - anchor, axis=1)
+        ranked = sorted(zip(dist.tolist(), (node_ids[v] for v in visible)))
+        cls = poi_class(tags) or ""
+        name = tags.get("name") or tags.get("name:en") or ""
+        brand = tags.get("brand") or None
+        pois.append(Poi(
+            id=poi_id, name=name, brand=brand, poi_class=cls,
+            tags={k: v for k, v in sorted(tags.items()) if not NOISE_TAG.match(k)},
+            lat=float(lat), lon=float(lon),
+            anchor=(round(float(anchor[0]), 3), round(float(anchor[1]), 3)), normal_deg=normal_deg,
+            building_id=building_id, visible_nodes=tuple(nid for _, nid in ranked),
+            signed=bool(name or brand) or cls.split("=", 1)[1] in GENERIC_SIGNAGE,
+        ))
+    return pois, kiosks, dropped
+
+
+def _street_segments(graph: StreetGraph, node_xy: np.ndarray) -> np.ndarray:
+    index = {nid: i for i, nid in enumerate(graph.nodes)}
+    pairs = sorted({(min(index[e.source], index[e.target]), max(index[e.source], index[e.target]))
+                    for e in graph.edges})
+    pairs_arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    return np.stack([node_xy[pairs_arr[:, 0]], node_xy[pairs_arr[:, 1]]], axis=1)
+
+
+def _on_facade(p: np.ndarray, segments: list[int], container: Optional[int], facades: _Facades,
+               node_xy: np.ndarray, node_tree: cKDTree) -> Optional[tuple[np.ndarray, float, str]]:
+    """Nearest building edge (the POI's own building first) whose outside faces the nearest street node.
+
+    A POI inside a building whose walls all face away from streets within reach (a shop deep in
+    a mall or station) still goes on that building's wall that faces the nearest street at all,
+    if that wall is within OWN_WALL_M.
+    """
+    own = facades.segments_of(container) if container is not None else np.zeros(0, dtype=np.int64)
+    seg = np.union1d(np.asarray(segments, dtype=np.int64), own)
+    if not len(seg):
+        return None
+    closest = _closest_on_segments(p, facades.a[seg], facades.b[seg])
+    dist = np.linalg.norm(closest - p, axis=1)
+    mine = np.isin(seg, own)
+    usable = (dist <= FACADE_SEARCH_M) | (mine & (dist <= OWN_WALL_M))
+    order = np.lexsort((seg, dist, ~mine))
+    order = order[usable[order]]
+    deep = seg[order[mine[order]]]
+    order = seg[order]
+    for reach, allowed in ((STREET_SEARCH_M, order), (np.inf, deep)):
+        for s in allowed:
+            c = _closest_on_segments(p, facades.a[s:s + 1], facades.b[s:s + 1], margin=1.0)[0]
+            d, k = node_tree.query(c, distance_upper_bound=reach)
+            n = facades.normal[s]
+            if math.isfinite(d) and float(np.dot(node_xy[k] - c, n)) > 0:
+                return c + SIGN_OFFSET_M * n, _azimuth(n), _building_id_of(facades, s)
+    return None
+
+
+def _building_id_of(facades: _Facades, segment: int) -> str:
+    return facades.building_ids[int(facades.owner[segment])]
+
+
+def _kiosk(poi_id: str, p: np.ndarray, streets: np.ndarray, street_tree: shapely.STRtree, facades: _Facades,
+           placed: list[Polygon]) -> tuple[Building, np.ndarray, float]:
+    """A small box whose front, centred near the POI and clear of the street, faces the nearest street."""
+    front = p.copy()
+    facing = np.array([0.0, 1.0])
+    for _ in range(3):
+        s = int(min(street_tree.query_nearest(shapely.Point(front)).tolist()))
+        q = _closest_on_segments(front, streets[s:s + 1, 0], streets[s:s + 1, 1])[0]
+        gap = float(np.linalg.norm(q - front))
+        if gap > 1e-6:
+            facing = (q - front) / gap
+        else:
+            d = streets[s, 1] - streets[s, 0]
+            facing = np.array([d[1], -d[0]]) / max(float(np.linalg.norm(d)), 1e-9)
+        if gap >= KIOSK_STREET_CLEARANCE_M:
+            break
+        front = q - KIOSK_STREET_CLEARANCE_M * facing
+    along = np.array([-facing[1], facing[0]])
+    chosen = None
+    for shift in (0.0, KIOSK_WIDTH_M, -KIOSK_WIDTH_M, 2 * KIOSK_WIDTH_M, -2 * KIOSK_WIDTH_M):
+        centre = front + shift * along
+        box = _box(centre, facing, along)
+        poly = Polygon(box)
+        hits = facades.polygon_tree.query(poly, predicate="intersects")
+        overlaps = any(facades.polygons[h].intersection(poly).area > 0.01 for h in hits.tolist())
+        overlaps = overlaps or any(k.intersection(poly).area > 0.01 for k in placed if k.distance(poly) == 0)
+        if not overlaps:
+            chosen = (centre, box)
+            break
+    if chosen is None:
+        chosen = (front, _box(front, facing, along))
+    centre, box = chosen
+    footprint = tuple((round(float(x), 3), round(float(y), 3)) for x, y in box)
+    kiosk_id = f"kiosk/{poi_id}"
+    building = Building(kiosk_id, footprint, KIOSK_HEIGHT_M, 1, _style(kiosk_id), synthetic=True)
+    return building, centre + SIGN_OFFSET_M * facing, _azimuth(facing)
+
+
+def _box(front_centre: np.ndarray, facing: np.ndarray, along: np.ndarray) -> np.ndarray:
+    """Kiosk corners, counter-clockwise (`along` is `facing` turned 90 degrees left)."""
+    half = KIOSK_WIDTH_M / 2 * along
+    back = KIOSK_DEPTH_M * facing
+    return np.array([front_centre - half, front_centre + half, front_centre + half - back,
+                     front_centre - half - back])
