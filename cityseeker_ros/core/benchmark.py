@@ -34,7 +34,7 @@ SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "config.json"
 # Settings that change results: a resumed run must match them exactly.
 RESULT_DEFINING = ("data_files", "dataset", "policy", "policy_params", "max_steps",
-                   "max_invalid_retries", "dtw_threshold_m", "views", "view_params")
+                   "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources")
 
 
 @dataclass
@@ -144,6 +144,8 @@ class _Runner:
         sources = {city: make_view_source(config.views, w, config.view_params) if config.views else None
                    for city, w in self.worlds.items()}
         self.views = {city: v if self.policy.uses_images else None for city, v in sources.items()}
+        # What defines the pixels (renderer version, settings, folder), written next to the results.
+        self.view_sources = {city: v.describe() for city, v in sources.items() if v is not None}
 
     def run(self, task: tuple[str, int, int]) -> dict[str, Any]:
         city, index, seed = task
@@ -197,6 +199,7 @@ class Benchmark:
             "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False)),
             "cities": sorted(self.worlds),
             "synthetic": any(w.synthetic for w in self.worlds.values()),
+            "view_sources": self.runner.view_sources,
             "data_files": {p: h for w in self.worlds.values() for p, h in w.source_files.items()},
             "package_version": __version__,
             "versions": {"python": platform.python_version(), "numpy": np.__version__,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, PngImagePlugin
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,20 @@ class RenderedView:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+SYNTHETIC_LABEL = ("Synthetic imagery rendered by cityseeker_ros from map data, not a photograph. "
+                   "Map data (c) OpenStreetMap contributors, ODbL, where the world was built from OSM.")
+
+
 def save_png(path: str | Path, image: np.ndarray) -> Path:
-    """Write an RGB uint8 array losslessly, creating the folder; PNG keeps test fixtures exact."""
+    """Write an RGB uint8 array losslessly, creating the folder, with the synthetic-imagery label
+    in the PNG's text chunks so the file says what it is wherever it travels."""
     array = np.asarray(image)
     if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
         raise ValueError(f"expected an (H, W, 3) uint8 image, got {array.dtype} {array.shape}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(array, "RGB").save(path, format="PNG")
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Comment", SYNTHETIC_LABEL)
+    info.add_text("Software", "cityseeker_ros")
+    Image.fromarray(array, "RGB").save(path, format="PNG", pnginfo=info)
     return path
