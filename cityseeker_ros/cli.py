@@ -44,10 +44,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
     b.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE",
                    help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
+    b.add_argument("--backend", help="VLM backend for --policy vlm (shorthand for --param backend=NAME)")
+    b.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
+    b.add_argument("--backend-param", action="append", type=_param, metavar="KEY=VALUE",
+                   help="VLM backend parameter (repeatable), e.g. quantization=quanto-int8 or base_url=URL")
     b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
     b.add_argument("--max-steps", type=int, help="step budget (default 35)")
     b.add_argument("--limit", type=int, help="only the first K episodes")
     b.add_argument("--workers", type=int, help="parallel processes (default 1)")
+    b.add_argument("--batch-size", type=int, help="episodes run in lockstep per process, so a VLM decides for all "
+                   "in one batched call (default 1)")
     b.add_argument("--dtw-threshold", type=float, help="d_th for nDTW, metres (default 50)")
     b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
     b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
@@ -115,9 +121,9 @@ def _size(text: str) -> tuple[int, int]:
 
 
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
-                                      "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
+                                      "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1, "batch_size": 1,
                                       "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
-                                      "view_param": {}}
+                                      "view_param": {}, "backend": None, "model": None, "backend_param": {}}
 
 
 def load_options(path: Path) -> dict[str, Any]:
@@ -137,7 +143,7 @@ def load_options(path: Path) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"--config {path}: unknown option(s) {', '.join(unknown)}; "
                           f"known: {', '.join(BENCHMARK_DEFAULTS)}")
-    for key, what in (("param", "policy"), ("view_param", "view source")):
+    for key, what in (("param", "policy"), ("view_param", "view source"), ("backend_param", "backend")):
         if not isinstance(options.get(key, {}), dict):
             raise ConfigError(f"--config {path}: '{key}' must be a mapping of {what} parameters")
     return options
@@ -152,7 +158,15 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     flags = {k: v for k, v in vars(args).items() if k in BENCHMARK_DEFAULTS and v is not None}
     flags["param"] = {**options["param"], **dict(flags.get("param", []))}
     flags["view_param"] = {**options["view_param"], **dict(flags.get("view_param", []))}
+    flags["backend_param"] = {**options["backend_param"], **dict(flags.get("backend_param", []))}
     options.update(flags)
+    # --backend/--model/--backend-param are policy parameters of the VLM policy, spelled out.
+    for key in ("backend", "model"):
+        if options[key] is not None:
+            options["param"][key] = options[key]
+    if options["backend_param"]:
+        options["param"]["backend_params"] = {**options["param"].get("backend_params", {}),
+                                              **options["backend_param"]}
     for required in ("data", "policy", "out"):
         if options[required] in (None, ""):
             raise ConfigError(f"--{required} is required (on the command line or in --config)")
@@ -162,6 +176,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     config = BenchmarkConfig(data=str(options["data"]), dataset=options["dataset"], policy=options["policy"],
                              policy_params=options["param"], seeds=list(range(options["seeds"])),
                              max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
+                             batch_size=options["batch_size"],
                              dtw_threshold_m=options["dtw_threshold"], views=options["views"],
                              view_params=options["view_param"])
     summary = Benchmark(config).run(out, progress=not args.no_progress)
@@ -183,6 +198,12 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"  solvable ceiling: {overall.get('solvable', 0):.1f}% of episodes can reach the target "
                  "within the budget under this action model")
     lines.append("  end reasons: " + ", ".join(f"{k} {v}" for k, v in summary.get("end_reasons", {}).items()))
+    decisions = summary.get("decisions")
+    if decisions:
+        total = decisions.get("latency_s", {}).get("total", {})
+        lines.append(f"  decisions: {decisions['count']}, parse errors (fallbacks) "
+                     f"{decisions['parse_error_rate']:.2f}%, retried {decisions['retry_rate']:.2f}%"
+                     + (f", latency p50 {total['p50']:.3f} s p95 {total['p95']:.3f} s" if total else ""))
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ import json
 import multiprocessing
 import platform
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,7 +21,8 @@ import numpy as np
 
 from cityseeker_ros import __version__
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, Environment
+from cityseeker_ros.core.decisions import summarize_decisions
+from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, Action, Environment
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, episode_metrics, summarize
@@ -51,6 +52,7 @@ class BenchmarkConfig:
     dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M
     views: Optional[str] = None  # a view source name; None = headings only, no images
     view_params: dict[str, Any] = field(default_factory=dict)
+    batch_size: int = 1  # episodes run in lockstep per process, so a VLM decides for all in one call
 
     def validate(self) -> None:
         POLICIES.get(self.policy)
@@ -58,7 +60,7 @@ class BenchmarkConfig:
             VIEW_SOURCES.get(self.views)
         if not isinstance(self.view_params, dict):
             raise ConfigError(f"view parameters must be a mapping, got {self.view_params!r}")
-        for name in ("max_steps", "max_invalid_retries", "workers", "limit"):
+        for name in ("max_steps", "max_invalid_retries", "workers", "limit", "batch_size"):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool)) and not (name == "limit" and value is None):
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {value!r}")
@@ -74,6 +76,8 @@ class BenchmarkConfig:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
         if self.workers < 1:
             raise ConfigError(f"--workers must be >= 1, got {self.workers}")
+        if self.batch_size < 1:
+            raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
         if self.dtw_threshold_m <= 0:
             raise ConfigError(f"dtw threshold must be > 0 m, got {self.dtw_threshold_m}")
 
@@ -83,44 +87,99 @@ def episode_rng(seed: int, episode_id: str) -> np.random.Generator:
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def run_episode(world: World, episode: Episode, policy: Policy, seed: int, *,
-                max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
-                dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, views: Optional[ViewSource] = None) -> dict[str, Any]:
+class EpisodeRun:
+    """One episode in progress: environment, policy and the record it ends with. A broken
+    policy or backend ends this episode with end reason `error`, never the run."""
+
+    def __init__(self, world: World, episode: Episode, policy: Policy, seed: int, *,
+                 max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
+                 dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, views: Optional[ViewSource] = None) -> None:
+        self.world, self.episode, self.policy, self.seed = world, episode, policy, seed
+        self.max_steps, self.dtw_threshold_m = max_steps, dtw_threshold_m
+        self.env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries, views=views)
+        self.observation = self.env.reset(episode)
+        self._guard(lambda: policy.reset(episode, episode_rng(seed, episode.episode_id),
+                                         world if policy.privileged else None))
+
+    @property
+    def done(self) -> bool:
+        return self.env.done
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:
+            self.env.fail(f"{type(exc).__name__}: {exc}")
+            return None
+
+    def act(self) -> None:
+        self.apply(self._guard(lambda: self.policy.act(self.observation)))
+
+    def apply(self, action: Optional[Action]) -> None:
+        if action is not None and not self.done:
+            self.observation = self._guard(lambda: self.env.step(action).observation) or self.observation
+
+    def record(self) -> dict[str, Any]:
+        world, episode, traj = self.world, self.episode, self.env.trajectory
+        solvable = world.solvable(episode, self.max_steps)
+        record = {
+            "episode_id": episode.episode_id,
+            "city": episode.city,
+            "category": episode.category,
+            "difficulty": episode.difficulty,
+            "seed": self.seed,
+            "path": traj.path,
+            "final_node": traj.path[-1],
+            "end_reason": traj.end_reason.value,
+            "steps": traj.steps,
+            "metrics": episode_metrics(world, episode, traj.path, solvable, dtw_threshold_m=self.dtw_threshold_m),
+            "solvable": solvable,
+            "instruction": episode.instruction,
+            "request": episode.request,
+            "start": episode.start,
+            "target": episode.target,
+            "stage_goals": list(episode.stage_goals),
+            "stage_goals_visited": _visited_in_order(traj.path, episode.stage_goals),
+            "reference_path": list(episode.reference_path),
+            "actions": traj.headings,
+        }
+        if traj.error:
+            record["error"] = traj.error
+        decisions = self.policy.step_records()
+        if decisions:
+            record["decisions"] = decisions
+        return record
+
+
+def run_episode(world: World, episode: Episode, policy: Policy, seed: int, **settings: Any) -> dict[str, Any]:
     """One episode, start to end, as the JSON record episodes.jsonl stores."""
-    env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries, views=views)
-    obs = env.reset(episode)
-    try:
-        policy.reset(episode, episode_rng(seed, episode.episode_id), world if policy.privileged else None)
-        while not env.done:
-            obs = env.step(policy.act(obs)).observation
-    except Exception as exc:  # a broken policy or backend ends this episode, not the run
-        env.fail(f"{type(exc).__name__}: {exc}")
-    traj = env.trajectory
-    solvable = world.solvable(episode, max_steps)
-    record = {
-        "episode_id": episode.episode_id,
-        "city": episode.city,
-        "category": episode.category,
-        "difficulty": episode.difficulty,
-        "seed": seed,
-        "path": traj.path,
-        "final_node": traj.path[-1],
-        "end_reason": traj.end_reason.value,
-        "steps": traj.steps,
-        "metrics": episode_metrics(world, episode, traj.path, solvable, dtw_threshold_m=dtw_threshold_m),
-        "solvable": solvable,
-        "instruction": episode.instruction,
-        "request": episode.request,
-        "start": episode.start,
-        "target": episode.target,
-        "stage_goals": list(episode.stage_goals),
-        "stage_goals_visited": _visited_in_order(traj.path, episode.stage_goals),
-        "reference_path": list(episode.reference_path),
-        "actions": traj.headings,
-    }
-    if traj.error:
-        record["error"] = traj.error
-    return record
+    run = EpisodeRun(world, episode, policy, seed, **settings)
+    while not run.done:
+        run.act()
+    return run.record()
+
+
+def run_together(runs: Sequence[EpisodeRun]) -> list[dict[str, Any]]:
+    """Several episodes in lockstep, so a policy can decide for all of them in one batched
+    model call (`Policy.act_together`). If the batched call fails, each episode is asked on
+    its own, so only the episodes whose decision really fails end with `error`."""
+    while True:
+        active = [r for r in runs if not r.done]
+        if not active:
+            return [r.record() for r in runs]
+        policies = [r.policy for r in active]
+        actions = None
+        if len(active) > 1:
+            try:
+                actions = type(policies[0]).act_together(policies, [r.observation for r in active])
+            except Exception:
+                actions = None
+        if actions is None:
+            for r in active:
+                r.act()
+        else:
+            for r, action in zip(active, actions):
+                r.apply(action)
 
 
 def _visited_in_order(path: list[str], goals: tuple[str, ...]) -> int:
@@ -139,6 +198,8 @@ class _Runner:
         self.config = config
         self.worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}
         self.policy = make_policy(config.policy, **config.policy_params)
+        # Loaded once here; forked workers inherit it (use --workers 1 with --batch-size on a GPU).
+        self.policy.prepare()
         # Sources are made (and so checked) at start-up; images are made only for policies
         # that look at them, the others would discard them.
         sources = {city: make_view_source(config.views, w, config.view_params) if config.views else None
@@ -147,13 +208,20 @@ class _Runner:
         # What defines the pixels (renderer version, settings, folder), written next to the results.
         self.view_sources = {city: v.describe() for city, v in sources.items() if v is not None}
 
-    def run(self, task: tuple[str, int, int]) -> dict[str, Any]:
+        # One policy per lockstep slot; the VLM policy shares one loaded model between them.
+        self.policies = [self.policy] + [make_policy(config.policy, **config.policy_params)
+                                         for _ in range(config.batch_size - 1)]
+
+    def start(self, task: tuple[str, int, int], policy: Policy) -> EpisodeRun:
         city, index, seed = task
-        world = self.worlds[city]
-        c = self.config
-        return run_episode(world, world.episodes[index], self.policy, seed, max_steps=c.max_steps,
-                           max_invalid_retries=c.max_invalid_retries, dtw_threshold_m=c.dtw_threshold_m,
-                           views=self.views[city])
+        world, c = self.worlds[city], self.config
+        return EpisodeRun(world, world.episodes[index], policy, seed, max_steps=c.max_steps,
+                          max_invalid_retries=c.max_invalid_retries, dtw_threshold_m=c.dtw_threshold_m,
+                          views=self.views[city])
+
+    def run(self, tasks: Sequence[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        """Records of up to batch_size episodes, run in lockstep, in task order."""
+        return run_together([self.start(t, p) for t, p in zip(tasks, self.policies)])
 
 
 _WORKER: Optional[_Runner] = None
@@ -164,9 +232,9 @@ def _worker_init(config: BenchmarkConfig) -> None:
     _WORKER = _Runner(config)
 
 
-def _worker_run(task: tuple[str, int, int]) -> dict[str, Any]:
+def _worker_run(tasks: Sequence[tuple[str, int, int]]) -> list[dict[str, Any]]:
     assert _WORKER is not None
-    return _WORKER.run(task)
+    return _WORKER.run(tasks)
 
 
 class Benchmark:
@@ -243,19 +311,25 @@ class Benchmark:
             records = [r for r in log.records if (r["episode_id"], r["seed"]) in wanted]
         summary = summarize(records)
         summary["end_reasons"] = _count(r["end_reason"] for r in records)
+        if any("decisions" in r for r in records):
+            summary["decisions"] = summarize_decisions(records)
         summary["config"] = manifest
         write_json_atomic(out / SUMMARY_FILE, summary)
         return summary
 
     def _execute(self, todo: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
-        if self.config.workers == 1 or len(todo) < 2:
-            yield from map(self.runner.run, todo)
+        size = self.config.batch_size
+        groups = [todo[i:i + size] for i in range(0, len(todo), size)]
+        if self.config.workers == 1 or len(groups) < 2:
+            for group in groups:
+                yield from self.runner.run(group)
             return
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         ctx = multiprocessing.get_context(method)
         with ctx.Pool(self.config.workers, initializer=_worker_init, initargs=(self.config,)) as pool:
             # imap keeps task order, so the log is written in the same order as a serial run.
-            yield from pool.imap(_worker_run, todo, chunksize=4)
+            for records in pool.imap(_worker_run, groups, chunksize=max(1, 4 // size)):
+                yield from records
 
 
 def _count(values) -> dict[str, int]:

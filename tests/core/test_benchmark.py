@@ -7,12 +7,16 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
+from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig, EpisodeRun, run_together
+from cityseeker_ros.core.datasets import load_dataset
+from cityseeker_ros.core.environment import move
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.policies.base import Policy
 
 REPO = Path(__file__).resolve().parents[2]
 METRICS = ["tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as", "solvable"]
@@ -50,6 +54,45 @@ def test_serial_and_two_workers_write_identical_results(hk6, tmp_path):
 
     serial, parallel = run(1, tmp_path / "serial"), run(2, tmp_path / "parallel")
     assert serial == parallel and serial.count(b"\n") == 60
+
+
+def test_lockstep_batches_write_the_same_results(hk6, tmp_path):
+    def run(out, **kw):
+        cfg = BenchmarkConfig(data=str(hk6), policy="random", seeds=[0, 1], limit=20, **kw)
+        Benchmark(cfg).run(out, progress=False)
+        return (out / "episodes.jsonl").read_bytes()
+
+    serial = run(tmp_path / "serial")
+    assert run(tmp_path / "batched", batch_size=3) == serial
+    assert run(tmp_path / "both", batch_size=4, workers=2) == serial
+
+
+class Fragile(Policy):
+    """Decides in batches, and breaks on one episode: only that episode may end with `error`."""
+
+    uses_images = False
+    calls: list[int] = []
+
+    def act(self, observation):
+        if self.episode.episode_id.endswith("-1"):
+            raise RuntimeError("backend fell over")
+        return move(0)
+
+    @classmethod
+    def act_together(cls, policies, observations):
+        cls.calls.append(len(policies))
+        return [p.act(o) for p, o in zip(policies, observations)]
+
+
+def test_a_failing_decision_in_a_batch_ends_only_its_episode(hk6):
+    world = load_dataset(hk6)[0]
+    episodes = list(world.episodes[:4])
+    episodes[1] = replace(episodes[1], episode_id="x-1")
+    runs = [EpisodeRun(world, e, Fragile(), 0, max_steps=5) for e in episodes]
+    records = run_together(runs)
+    assert [r["end_reason"] == "error" for r in records] == [False, True, False, False]
+    assert "backend fell over" in records[1]["error"] and Fragile.calls[0] == 4
+    assert all(r["steps"] == 5 for i, r in enumerate(records) if i != 1)
 
 
 def _cli(*args: str) -> list[str]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Optional
 
 import numpy as np
@@ -27,6 +27,21 @@ class Policy(ABC):
     @abstractmethod
     def act(self, observation: Observation) -> Action:
         ...
+
+    def prepare(self) -> None:  # noqa: B027 - most policies have nothing to load
+        """Load models or connect before the first episode, so bad configuration fails at
+        start-up rather than as a stream of failed episodes."""
+
+    @classmethod
+    def act_together(cls, policies: Sequence[Policy], observations: Sequence[Observation]) -> list[Action]:
+        """One action per (policy, observation), each policy in its own episode. Policies whose
+        backend batches (the VLM policy) override this to make one model call for all."""
+        return [p.act(o) for p, o in zip(policies, observations)]
+
+    def step_records(self) -> list[dict[str, Any]]:
+        """Per-decision details of the current episode (prompt hash, raw reply, parsed decision,
+        latency...) for episodes.jsonl; policies without such details have none."""
+        return []
 
 
 POLICIES: Registry[Callable[..., Policy]] = Registry("policy")

