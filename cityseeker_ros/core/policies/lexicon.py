@@ -21,16 +21,26 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind of place: how to describe it, and the OSM classes it would be mapped with."""
+    """A kind of place: how to describe it, the OSM classes it would be mapped with, and the OSM
+    attribute tags its sign itself tells (a pizzeria's cuisine; nothing about wheelchair access)."""
 
     description: str  # "a cafe selling coffee, ..." (completes "<sign text>: ...")
     classes: tuple[str, ...]
+    tags: tuple[tuple[str, str], ...] = ()
 
 
-KINDS: dict[str, Kind] = {k: Kind(d, tuple(c.split())) for k, d, c in (
+# What a sign can say about a place beyond its kind, as OSM attribute tags.
+KIND_TAGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "italian": (("cuisine", "italian"),), "japanese": (("cuisine", "japanese"),),
+    "chinese": (("cuisine", "chinese"),), "asian": (("cuisine", "asian"),), "french": (("cuisine", "french"),),
+    "vegetarian": (("diet:vegetarian", "yes"),), "fast_food": (("takeaway", "yes"),),
+}
+
+KINDS: dict[str, Kind] = {k: Kind(d, tuple(c.split()), KIND_TAGS.get(k, ())) for k, d, c in (
     ("cafe", "a cafe selling coffee, tea, cold drinks and pastries, a place to sit and read", "amenity=cafe"),
     ("bubble_tea", "a drinks shop selling bubble tea, fruit tea, juice and cold drinks", "shop=beverages"),
     ("restaurant", "a restaurant serving meals", "amenity=restaurant"),
+    ("french", "a French brasserie or bistro serving French food", "amenity=restaurant"),
     ("italian", "an Italian restaurant serving pizza and pasta", "amenity=restaurant"),
     ("japanese", "a Japanese restaurant serving sushi, ramen and other Asian food", "amenity=restaurant"),
     ("chinese", "a Chinese restaurant serving Cantonese food, dim sum, noodles and other Asian food",
@@ -108,6 +118,7 @@ KINDS: dict[str, Kind] = {k: Kind(d, tuple(c.split())) for k, d, c in (
     ("police", "a police station", "amenity=police"),
     ("townhall", "the town hall", "amenity=townhall"),
     ("church", "a church", "amenity=place_of_worship"),
+    ("casino", "a gambling casino", "amenity=casino"),
     ("information", "a tourist information office", "tourism=information"),
     ("apartments", "a residential apartment building", "building=apartments"),
 )}
@@ -127,6 +138,11 @@ class Entry:
     @property
     def classes(self) -> tuple[str, ...]:
         return KINDS[self.kind].classes
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Attribute tags the sign tells: its kind's, and Wi-Fi where this one is known to have it."""
+        return dict(KINDS[self.kind].tags) | ({"internet_access": "wlan"} if WIFI in self.extras else {})
 
     def describe(self) -> str:
         text = KINDS[self.kind].description
@@ -202,7 +218,7 @@ BRANDS: tuple[Entry, ...] = (
     _b("Petit Casino", "convenience"),
     _b("Carrefour City", "convenience", "Carrefour Express"),
     _b("Utile", "convenience", "=utile"),
-    _b("Casino", "supermarket", "=casino", "Géant Casino", "Casino Supermarché"),
+    _b("Casino Supermarché", "supermarket", "Géant Casino", "Casino Shop"),  # "Casino" alone: see GENERIC
     _b("Carrefour", "supermarket", "=carrefour", "Carrefour Market"),
     _b("Marché U", "supermarket", "Super U", "Hyper U"),
     _b("Spar", "supermarket", "=spar"),
@@ -339,7 +355,8 @@ GENERIC: tuple[Entry, ...] = (
     _g("cafe", "cafe", "café", "=caffe", "coffee", "coffee shop", "espresso", "salon de thé", "kahvila", "kahvio",
        "咖啡", "咖啡店", "咖啡室", "茶餐廳"),
     _g("bubble_tea", "bubble tea", "juice", "juice bar", "tea house", "茶飲", "奶茶", "果汁"),
-    _g("restaurant", "restaurant", "=resto", "brasserie", "bistro", "bistrot", "=grill", "ristorante", "ravintola",
+    _g("french", "brasserie", "bistro", "bistrot", "crêperie", "creperie"),
+    _g("restaurant", "restaurant", "=resto", "=grill", "ristorante", "ravintola",
        "ruokasali", "trattoria", "osteria", "taverna", "餐廳", "餐厅", "酒家", "酒樓", "飯店", "食堂"),
     _g("italian", "pizzeria", "pizza", "pasta", "trattoria", "italiano", "italian"),
     _g("japanese", "sushi", "ramen", "=izakaya", "寿司", "壽司", "日本料理"),
@@ -419,6 +436,7 @@ GENERIC: tuple[Entry, ...] = (
     _g("hairdresser", "coiffure", "coiffeur", "hairdresser", "hair salon", "kampaamo", "髮型"),
     _g("police", "=police", "commissariat", "=gendarmerie", "poliisi", "警署", "警察"),
     _g("townhall", "mairie", "town hall", "hôtel de ville", "kaupungintalo", "raatihuone", "市政"),
+    _g("casino", "=casino", "=casinò"),
     _g("church", "=église", "=eglise", "=church", "cathédrale", "chapelle", "=kirkko", "教堂"),
     _g("information", "tourist information", "office de tourisme", "=information", "=info", "matkailuneuvonta"),
 )

@@ -20,7 +20,7 @@ import numpy as np
 
 from cityseeker_ros.core.directions import RelativeDirection
 from cityseeker_ros.core.environment import STOP, Action, Observation, View, move
-from cityseeker_ros.core.episode import Episode, World
+from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
 from cityseeker_ros.core.policies import lexicon
 from cityseeker_ros.core.policies.base import POLICIES, Policy
 from cityseeker_ros.core.worlds.needs import Need
@@ -155,20 +155,23 @@ class TextEmbedder:
 
 
 def request_needs(request: str, two_stage: bool = False) -> tuple[Need, ...]:
-    """The catalogue's reading of a request (worlds.dress.spec_for also covers the release's
-    requests and brand names), used only for which KINDS of place count, never for attributes:
-    a sign cannot show a wheelchair ramp."""
+    """The catalogue's reading of a request; worlds.dress.spec_for also covers the release's
+    requests and plain brand names."""
     from cityseeker_ros.core.worlds.dress import spec_for
 
     return spec_for(request, two_stage).needs
 
 
 def kind_satisfies(entry: lexicon.Entry, needs: tuple[Need, ...]) -> bool:
+    """Is the entry a kind of place some need accepts, with no attribute its sign contradicts?
+    Attributes a sign does not tell (a wheelchair ramp, outdoor seats) are given the benefit of
+    the doubt; a brasserie is not an Asian restaurant."""
     names = " ".join((entry.name, *(a.lstrip("=") for a in entry.aliases))) if entry.brand else ""
+    tags = entry.tags
     for need in needs:
-        if set(entry.classes) & set(need.classes) or (entry.brand and entry.name in need.brands):
-            return True
-        if names and need.names and re.search(need.names, names, flags=re.IGNORECASE):
+        kind = bool(set(entry.classes) & set(need.classes) or (entry.brand and entry.name in need.brands)
+                    or (names and need.names and re.search(need.names, names, flags=re.IGNORECASE)))
+        if kind and all(tags.get(k, values[0]) in values for k, values in need.attributes.items()):
             return True
     return False
 
@@ -191,31 +194,44 @@ class OcrEmbedPolicy(Policy):
     Each sign text is expanded by the lexicon ("Starbucks" -> "... a cafe selling coffee ...") and
     compared with the need (instruction and request) by cosine similarity of all-MiniLM-L6-v2
     embeddings; a sign whose lexicon kind the need catalogue accepts for the request, or that names
-    the requested brand, gets `match_boost` on top. A view scores as its best sign.
+    the requested brand, gets `match_boost` on top. A view scores as its best sign; the decision's
+    confidence is the margin between the best and the second-best view.
 
     Per step: STOP when a sign scoring at least `stop_score` stands at least `near_px` tall (text
     line height in pixels: near) in any view; STOP also when the last step walked towards such a sign
     and it is now out of sight or behind (`stop_when_passed`: it was within reading distance, so it
-    is near); otherwise walk towards the best view if it scores at least `interest_score`; otherwise
-    explore: forward first, back last, headings already taken from this node avoided
-    (`revisit_penalty` each time), a little weight on views with related text (`explore_text_weight`)
-    and on views with any text, shop streets (`explore_busy_weight`), ties broken by the episode's
-    rng (`explore_jitter`).
+    is near); otherwise walk towards the best view if it scores at least `interest_score` (a view
+    below `stop_score` only once per node); otherwise explore.
 
     It cannot see a target without a readable sign; it reads text and nothing else (no colours,
-    pictograms, shapes or map). OCR (rapidocr, about 0.2 s a 640x480 view on CPU) dominates its time;
-    results are cached by image hash, so revisited views are free. `det_max_side` < 640 runs text
-    detection on a downscaled image (faster, misses small signs). Same inputs, same actions.
+    pictograms, shapes or map), so unsigned places, boards seen edge-on and names that do not say what
+    a place is ("Twiga") are invisible to it. OCR (rapidocr, about 0.2 s a 640x480 view on CPU)
+    dominates its time. Same inputs, same actions.
+
+    Parameters (defaults tuned on the Monaco world's dev split):
+      stop_score, interest_score, match_boost, near_px, stop_when_passed: as above.
+      min_confidence, min_chars: OCR lines below this recognition score or with fewer letters are
+        dropped (windows and kerbs read as stray characters).
+      det_max_side: text detection runs on the image scaled to this longest side; below 640 it is
+        faster and misses small signs.
+      cache_size: OCR results kept, keyed by a hash of the pixels, so revisited views are free.
+      ocr_threads: onnxruntime threads per process (0: its default, all cores).
+      revisit_penalty, explore_text_weight, explore_busy_weight, explore_jitter: exploration prefers
+        forward, then the sides, back last; minus `revisit_penalty` for each time a heading was
+        already taken from this node; plus `explore_text_weight` x the view's score and
+        `explore_busy_weight` x how much text it shows (shop streets); plus up to `explore_jitter`
+        from the episode's rng, which breaks ties.
+      device: "auto" (CUDA when torch has it), "cpu" or "cuda", for the embedder.
+      max_texts_logged: OCR lines per view kept in the step records.
     """
 
     uses_images = True
 
-    def __init__(self, stop_score: float = 0.8, interest_score: float = 0.5, match_boost: float = 0.4,
+    def __init__(self, stop_score: float = 0.65, interest_score: float = 0.45, match_boost: float = 0.4,
                  near_px: float = 20.0, stop_when_passed: bool = True, min_confidence: float = 0.6,
                  min_chars: int = 2, det_max_side: int = 640, cache_size: int = 4096, ocr_threads: int = 0,
-                 revisit_penalty: float = 0.6, explore_text_weight: float = 0.3, explore_busy_weight: float = 0.0,
-                 explore_jitter: float = 0.1,
-                 device: str = "auto", max_texts_logged: int = 6) -> None:
+                 revisit_penalty: float = 0.6, explore_text_weight: float = 0.3, explore_busy_weight: float = 0.3,
+                 explore_jitter: float = 0.1, device: str = "auto", max_texts_logged: int = 6) -> None:
         if not 0 < near_px:
             raise ValueError(f"near_px must be positive, got {near_px}")
         self.stop_score, self.interest_score, self.match_boost = stop_score, interest_score, match_boost
@@ -230,7 +246,7 @@ class OcrEmbedPolicy(Policy):
 
     def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
         super().reset(episode, rng, world)
-        self.needs = request_needs(episode.request, episode.category == "Two-Stage")
+        self.needs = request_needs(episode.request, episode.category == CATEGORY_NAMES["question2"])
         self.need_text = f"{episode.instruction.strip()} Looking for: {episode.request}."
         # Short requests ("pharmacy", "Honda", "KFC or McDonald's") may be written on the sign itself.
         self.phrases = tuple(p.strip() for p in episode.request.split(" or ")
@@ -312,7 +328,7 @@ class OcrEmbedPolicy(Policy):
                           "texts": [{"text": s.text, "ocr": s.confidence, "height_px": s.height_px,
                                      "score": score, "match": match} for s, score, match in top]})
         self._records.append({
-            "step": obs.step, "node": obs.node, "views": views,
+            "step": obs.step, "node": obs.node, "visits": self.visits.get(obs.node, 0), "views": views,
             "action": "stop" if action.is_stop else action.index, "reason": reason, "confidence": confidence,
             "latency_s": {"ocr": round(latency[0], 4), "embed": round(latency[1], 4),
                           "decide": round(latency[2], 4)},

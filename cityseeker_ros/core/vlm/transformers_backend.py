@@ -366,10 +366,8 @@ class TransformersBackend(Backend):
                                 "ignore_eos": self.ignore_eos, "json_schema": "not enforced (prompt only)"}
         if model is None:
             return {**info, "closed": True}
-        try:
-            parameters = int(model.num_parameters())
-        except Exception:  # noqa: BLE001 - quantised tensor subclasses may not count themselves
-            parameters = sum(p.numel() for p in model.parameters())
+        # bitsandbytes packs two 4-bit weights per stored element; other quantised tensors keep their shape
+        parameters = sum(p.numel() * (2 if type(p).__name__ == "Params4bit" else 1) for p in model.parameters())
         device_map = getattr(model, "hf_device_map", None)
         info.update({
             "family": self._family,

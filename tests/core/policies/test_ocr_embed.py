@@ -113,7 +113,8 @@ def test_policy_heads_for_the_sign_or_stops_at_it(monaco, signed_node):
     other.reset(_episode(node, "taxi stand"), np.random.default_rng(0))
     other.act(obs)
     assert other.step_records()[0]["reason"] == "explore"
-    assert near.reader.calls == len(obs.views) and near.reader.hits == 4 * len(obs.views)
+    # near read each view once; far (twice) and other found every view in the cache
+    assert near.reader.calls == len(obs.views) and near.reader.hits == 3 * len(obs.views)
 
 
 def test_short_benchmark_run_completes(monaco_dir, tmp_path):
