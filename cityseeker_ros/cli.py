@@ -58,8 +58,47 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
     b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
                    help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
+    b.add_argument("--strategy", action="append", metavar="[oracle:]NAME[:K=V,...]",
+                   help="a BCR strategy under a supervisor (repeatable): B1, R3:n=5, oracle:B2 ... "
+                   "Strategies that read the route to the goal must be written oracle:NAME")
+    b.add_argument("--rounds", type=int, help="run each episode N times; retrieval (R1, R2) recalls the "
+                   "earlier rounds in the final one, which is the one scored (default 1)")
+    b.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
+    b.add_argument("--follow-hints", choices=("auto", "prompt", "force"),
+                   help="B3 hints: in the prompt for VLMs, taken directly by other policies (auto, default)")
+    b.add_argument("--memory", type=Path, help="SQLite memory file (default: memory.sqlite in --out)")
     b.add_argument("--out", type=Path, help="output folder (required)")
     b.add_argument("--no-progress", action="store_true")
+
+    a = sub.add_parser("ablate", help="run every policy under every set of BCR strategies (the paper's Table 3)",
+                       description="Run each policy under each cell (a set of BCR strategies) into OUT/POLICY/CELL/ "
+                       "(resumable: rerun the same command), then write OUT/ablation.json, .md and .html.")
+    a.add_argument("--config", type=Path, help="YAML file of these options (flags given here win); its policies: "
+                   "and cells: lists may hold mappings {label, policy, params} and {label, strategies}")
+    a.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
+    a.add_argument("--dataset", help="dataset format (default: auto-detect)")
+    a.add_argument("--policy", dest="policies", action="append", metavar="[LABEL=]NAME[:KEY=VALUE,...]",
+                   help="a policy, its row (repeatable; required): random, or "
+                   "small=vlm:backend=transformers,model=/models/x (VALUE parsed as JSON when it can be)")
+    a.add_argument("--cells", metavar="CELL,CELL,...",
+                   help="the columns: a comma between cells, '+' between a cell's strategies, ';' between a "
+                   "strategy's parameters; 'baseline' = no strategies; oracle strategies as oracle:NAME, e.g. "
+                   "baseline,B1,oracle:B2,oracle:B2+oracle:B3:k=5;confidence_trigger=false "
+                   "(default: baseline,B1,oracle:B2,oracle:B3,C1,C2,R1,R2,R3,oracle:B2+oracle:B3+C1+R3)")
+    a.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
+    a.add_argument("--rounds", type=int, help="rounds per episode in every cell, scored on the final one (default 1; "
+                   "R1, R2, C1 and C2 recall earlier rounds)")
+    a.add_argument("--max-steps", type=int, help="step budget (default 35)")
+    a.add_argument("--limit", type=int, help="only the first K episodes")
+    a.add_argument("--workers", type=int, help="parallel processes per run (default 1)")
+    a.add_argument("--batch-size", type=int, help="episodes run in lockstep per process (default 1)")
+    a.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
+    a.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
+                   help="view source parameter (repeatable)")
+    a.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
+    a.add_argument("--follow-hints", choices=("auto", "prompt", "force"), help="B3 hints (default auto)")
+    a.add_argument("--out", type=Path, help="output folder (required)")
+    a.add_argument("--no-progress", action="store_true")
 
     r = sub.add_parser("report", help="write report.html and report.md for a benchmark output")
     r.add_argument("out", type=Path)
@@ -123,11 +162,20 @@ def _size(text: str) -> tuple[int, int]:
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
                                       "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1, "batch_size": 1,
                                       "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
-                                      "view_param": {}, "backend": None, "model": None, "backend_param": {}}
+                                      "view_param": {}, "backend": None, "model": None, "backend_param": {},
+                                      "strategy": [], "rounds": 1, "max_backtracks": 3, "follow_hints": "auto",
+                                      "memory": None}
 
 
-def load_options(path: Path) -> dict[str, Any]:
-    """Benchmark options from YAML; keys are the flag names (`max-steps` or `max_steps`)."""
+ABLATE_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policies": None, "cells": None, "seeds": 1,
+                                   "rounds": 1, "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
+                                   "batch_size": 1, "views": None, "view_param": {}, "max_backtracks": 3,
+                                   "follow_hints": "auto", "out": None}
+
+
+def load_options(path: Path, defaults: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Benchmark (or `defaults`') options from YAML; keys are the flag names (`max-steps` or `max_steps`)."""
+    defaults = BENCHMARK_DEFAULTS if defaults is None else defaults
     import yaml
 
     try:
@@ -139,10 +187,10 @@ def load_options(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"--config {path}: expected a mapping of option: value")
     options = {str(k).replace("-", "_"): v for k, v in data.items()}
-    unknown = sorted(set(options) - set(BENCHMARK_DEFAULTS))
+    unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise ConfigError(f"--config {path}: unknown option(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(BENCHMARK_DEFAULTS)}")
+                          f"known: {', '.join(defaults)}")
     for key, what in (("param", "policy"), ("view_param", "view source"), ("backend_param", "backend")):
         if not isinstance(options.get(key, {}), dict):
             raise ConfigError(f"--config {path}: '{key}' must be a mapping of {what} parameters")
@@ -159,6 +207,8 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     flags["param"] = {**options["param"], **dict(flags.get("param", []))}
     flags["view_param"] = {**options["view_param"], **dict(flags.get("view_param", []))}
     flags["backend_param"] = {**options["backend_param"], **dict(flags.get("backend_param", []))}
+    if "strategy" in flags and not flags["strategy"]:
+        del flags["strategy"]
     options.update(flags)
     # --backend/--model/--backend-param are policy parameters of the VLM policy, spelled out.
     for key in ("backend", "model"):
@@ -178,19 +228,66 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                              max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
                              batch_size=options["batch_size"],
                              dtw_threshold_m=options["dtw_threshold"], views=options["views"],
-                             view_params=options["view_param"])
+                             view_params=options["view_param"], strategies=strategy_specs(options["strategy"]),
+                             rounds=options["rounds"], max_backtracks=options["max_backtracks"],
+                             follow_hints=options["follow_hints"],
+                             memory=str(options["memory"]) if options["memory"] else None)
     summary = Benchmark(config).run(out, progress=not args.no_progress)
     print(format_summary(summary))
     print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
     return 0
 
 
+def cmd_ablate(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core import ablation
+    from cityseeker_ros.core.report import render_table_md
+
+    options = dict(ABLATE_DEFAULTS)
+    if args.config:
+        options.update(load_options(args.config, ABLATE_DEFAULTS))
+    flags = {k: v for k, v in vars(args).items() if k in ABLATE_DEFAULTS and v is not None}
+    flags["view_param"] = {**options["view_param"], **dict(flags.get("view_param", []))}
+    options.update(flags)
+    for required in ("data", "out"):
+        if options[required] in (None, ""):
+            raise ConfigError(f"--{required} is required (on the command line or in --config)")
+    seeds = options["seeds"]
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+    cells = ablation.DEFAULT_CELLS if options["cells"] is None else options["cells"]
+    config = ablation.AblationConfig(
+        data=str(options["data"]), dataset=options["dataset"], policies=ablation.policies_from(options["policies"]),
+        cells=ablation.cells_from(cells), seeds=list(range(seeds)), rounds=options["rounds"],
+        max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
+        batch_size=options["batch_size"], views=options["views"], view_params=options["view_param"],
+        max_backtracks=options["max_backtracks"], follow_hints=options["follow_hints"])
+    out = Path(options["out"])
+    doc = ablation.run_ablation(config, out, progress=not args.no_progress)
+    tables = ablation.ablation_tables(doc)
+    print("\n".join(render_table_md(t) for t in tables[:2 if doc["baseline"] else 1]))
+    print(f"wrote {out / 'ablation.json'}, {out / 'ablation.md'}, {out / 'ablation.html'}")
+    return 0
+
+
+def strategy_specs(values: Any) -> list[dict[str, Any]]:
+    """--strategy strings ([oracle:]NAME[:K=V,...]) or YAML mappings ({name: B2, oracle: true})."""
+    from cityseeker_ros.core.supervisor import parse_strategy
+
+    if not isinstance(values, list):
+        raise ConfigError(f"strategy must be a list of strategies, got {values!r}")
+    return [parse_strategy(v) if isinstance(v, str) else v for v in values]
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     overall, sd = summary["overall"], summary.get("overall_sd", {})
     config = summary.get("config", {})
+    strategies = [("oracle:" if s.get("oracle") else "") + str(s.get("name")) for s in config.get("strategies", [])]
     lines = [f"policy {config.get('policy')} on {', '.join(config.get('cities', []))}: "
              f"{overall.get('episodes', 0)} episodes x {len(config.get('seeds', [0]))} seed(s)"
-             + ("  [SYNTHETIC WORLD]" if config.get("synthetic") else "")]
+             + (f", strategies {'+'.join(strategies)}" if strategies else "")
+             + (f", {config['rounds']} rounds" if config.get("rounds", 1) > 1 else "")
+             + ("  [SYNTHETIC WORLD]" if config.get("synthetic") else "")
+             + ("  [ORACLE: privileged information]" if config.get("privileged") else "")]
     for key in METRIC_ORDER:
         if key in overall:
             spread = f" ± {sd[key]:.2f}" if key in sd else ""
@@ -338,7 +435,8 @@ WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": c
                   "info": cmd_world_info, "render": cmd_world_render}
 
 
-COMMANDS = {"benchmark": cmd_benchmark, "report": cmd_report, "validate": cmd_validate, "world": cmd_world}
+COMMANDS = {"benchmark": cmd_benchmark, "ablate": cmd_ablate, "report": cmd_report,
+            "validate": cmd_validate, "world": cmd_world}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
@@ -25,17 +25,23 @@ from cityseeker_ros.core.decisions import summarize_decisions
 from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, Action, Environment
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.memory.store import MemoryKey, MemoryStore
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, episode_metrics, summarize
 from cityseeker_ros.core.policies import POLICIES, Policy, make_policy
 from cityseeker_ros.core.results import EpisodeLog, write_json_atomic
 from cityseeker_ros.core.views import VIEW_SOURCES, ViewSource, make_view_source
+
+if TYPE_CHECKING:
+    from cityseeker_ros.core.supervisor import Supervisor
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "config.json"
 # Settings that change results: a resumed run must match them exactly.
 RESULT_DEFINING = ("data_files", "dataset", "policy", "policy_params", "max_steps",
-                   "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources")
+                   "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources",
+                   "strategies", "rounds", "max_backtracks", "follow_hints")
+MEMORY_FILE = "memory.sqlite"
 
 
 @dataclass
@@ -53,14 +59,42 @@ class BenchmarkConfig:
     views: Optional[str] = None  # a view source name; None = headings only, no images
     view_params: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 1  # episodes run in lockstep per process, so a VLM decides for all in one call
+    # BCR strategies ({"name": "B1", ...params}; privileged ones need "oracle": true) and rounds
+    # per episode; with either, a supervisor runs the policy and remembers in `memory`.
+    strategies: list[dict[str, Any]] = field(default_factory=list)
+    rounds: int = 1
+    max_backtracks: int = 3
+    follow_hints: str = "auto"
+    memory: Optional[str] = None  # SQLite file; None: memory.sqlite in the output folder
+
+    @property
+    def supervised(self) -> bool:
+        return bool(self.strategies) or self.rounds > 1
+
+    def run_id(self) -> str:
+        """Names this run's memory: the same settings resume the same memory."""
+        settings = {k: getattr(self, k) for k in ("dataset", "policy", "policy_params", "max_steps",
+                                                   "max_invalid_retries", "views", "view_params", "strategies",
+                                                   "rounds", "max_backtracks", "follow_hints")}
+        settings["data"] = str(Path(self.data).resolve())
+        return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def make_strategies(self) -> list[Any]:
+        from cityseeker_ros.core.supervisor import make_strategy
+
+        if not isinstance(self.strategies, list):
+            raise ConfigError(f"strategies must be a list, got {self.strategies!r}")
+        return [make_strategy(spec) for spec in self.strategies]
 
     def validate(self) -> None:
         POLICIES.get(self.policy)
+        self.make_strategies()
         if self.views is not None:
             VIEW_SOURCES.get(self.views)
         if not isinstance(self.view_params, dict):
             raise ConfigError(f"view parameters must be a mapping, got {self.view_params!r}")
-        for name in ("max_steps", "max_invalid_retries", "workers", "limit", "batch_size"):
+        for name in ("max_steps", "max_invalid_retries", "workers", "limit", "batch_size", "rounds",
+                     "max_backtracks"):
             value = getattr(self, name)
             if not (isinstance(value, int) and not isinstance(value, bool)) and not (name == "limit" and value is None):
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {value!r}")
@@ -78,12 +112,16 @@ class BenchmarkConfig:
             raise ConfigError(f"--workers must be >= 1, got {self.workers}")
         if self.batch_size < 1:
             raise ConfigError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.rounds < 1:
+            raise ConfigError(f"--rounds must be >= 1, got {self.rounds}")
         if self.dtw_threshold_m <= 0:
             raise ConfigError(f"dtw threshold must be > 0 m, got {self.dtw_threshold_m}")
 
 
-def episode_rng(seed: int, episode_id: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{seed}/{episode_id}".encode()).digest()
+def episode_rng(seed: int, episode_id: str, round: int = 0) -> np.random.Generator:
+    """Round 0 keeps the single-round stream, so adding rounds does not change the first."""
+    label = f"{seed}/{episode_id}" + (f"/round{round}" if round else "")
+    digest = hashlib.sha256(label.encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
@@ -93,12 +131,14 @@ class EpisodeRun:
 
     def __init__(self, world: World, episode: Episode, policy: Policy, seed: int, *,
                  max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
-                 dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, views: Optional[ViewSource] = None) -> None:
+                 dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, views: Optional[ViewSource] = None,
+                 round: int = 0) -> None:
         self.world, self.episode, self.policy, self.seed = world, episode, policy, seed
         self.max_steps, self.dtw_threshold_m = max_steps, dtw_threshold_m
         self.env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries, views=views)
         self.observation = self.env.reset(episode)
-        self._guard(lambda: policy.reset(episode, episode_rng(seed, episode.episode_id),
+        self.observed: list[dict[str, Any]] = []  # what the agent was shown at each step it acted
+        self._guard(lambda: policy.reset(episode, episode_rng(seed, episode.episode_id, round),
                                          world if policy.privileged else None))
 
     @property
@@ -112,11 +152,24 @@ class EpisodeRun:
             self.env.fail(f"{type(exc).__name__}: {exc}")
             return None
 
+    def note(self) -> None:
+        """Log the observation about to be acted on (once per step: retries show the same views)."""
+        obs = self.observation
+        if self.observed and self.observed[-1]["step"] == obs.step:
+            return
+        self.observed.append({"step": obs.step, "node": obs.node, "facing": round(obs.facing, 2),
+                              "views": [{"index": v.index, "heading": round(v.heading, 2),
+                                         "relative": v.relative.value} for v in obs.views]})
+
     def act(self) -> None:
+        self.note()
         self.apply(self._guard(lambda: self.policy.act(self.observation)))
 
-    def apply(self, action: Optional[Action]) -> None:
-        if action is not None and not self.done:
+    def apply(self, action: Union[Action, Exception, None]) -> None:
+        """Take the action; an exception in its place (from a batched call) ends the episode."""
+        if isinstance(action, Exception):
+            self.env.fail(f"{type(action).__name__}: {action}")
+        elif action is not None and not self.done:
             self.observation = self._guard(lambda: self.env.step(action).observation) or self.observation
 
     def record(self) -> dict[str, Any]:
@@ -142,13 +195,23 @@ class EpisodeRun:
             "stage_goals_visited": _visited_in_order(traj.path, episode.stage_goals),
             "reference_path": list(episode.reference_path),
             "actions": traj.headings,
+            # Coordinates, so reports and failure analysis need nothing but this record.
+            "path_latlon": _latlon(world, traj.path),
+            "reference_latlon": _latlon(world, episode.reference_path),
+            "target_latlon": _latlon(world, [episode.target])[0],
+            "observed": self.observed,
         }
         if traj.error:
             record["error"] = traj.error
         decisions = self.policy.step_records()
         if decisions:
             record["decisions"] = decisions
+        record.update(self.policy.episode_extras())
         return record
+
+
+def _latlon(world: World, nodes: Sequence[str]) -> list[list[float]]:
+    return [[round(world.graph.nodes[n].lat, 7), round(world.graph.nodes[n].lon, 7)] for n in nodes]
 
 
 def run_episode(world: World, episode: Episode, policy: Policy, seed: int, **settings: Any) -> dict[str, Any]:
@@ -168,6 +231,8 @@ def run_together(runs: Sequence[EpisodeRun]) -> list[dict[str, Any]]:
         if not active:
             return [r.record() for r in runs]
         policies = [r.policy for r in active]
+        for r in active:
+            r.note()
         actions = None
         if len(active) > 1:
             try:
@@ -211,17 +276,72 @@ class _Runner:
         # One policy per lockstep slot; the VLM policy shares one loaded model between them.
         self.policies = [self.policy] + [make_policy(config.policy, **config.policy_params)
                                          for _ in range(config.batch_size - 1)]
+        self.memory: Optional[MemoryStore] = None
 
-    def start(self, task: tuple[str, int, int], policy: Policy) -> EpisodeRun:
+    def supervise(self) -> None:
+        """Wrap each slot's policy in a supervisor with its strategies and the run's memory (once
+        the memory file is known: it lives in the output folder unless configured)."""
+        c = self.config
+        if not c.supervised or self.memory is not None:
+            return
+        from cityseeker_ros.core.memory import make_memory_store
+        from cityseeker_ros.core.supervisor import Supervisor
+
+        if c.memory is None:
+            raise ConfigError("a supervised run needs a memory file (the benchmark sets one in --out)")
+        self.memory = make_memory_store("sqlite", path=c.memory)
+        self.policies = [Supervisor(p, c.make_strategies(), self.memory, c.run_id(), rounds=c.rounds,
+                                    max_backtracks=c.max_backtracks, follow_hints=c.follow_hints)
+                         for p in self.policies]
+
+    def start(self, task: tuple[str, int, int], policy: Policy, round: int = 0) -> EpisodeRun:
         city, index, seed = task
         world, c = self.worlds[city], self.config
         return EpisodeRun(world, world.episodes[index], policy, seed, max_steps=c.max_steps,
                           max_invalid_retries=c.max_invalid_retries, dtw_threshold_m=c.dtw_threshold_m,
-                          views=self.views[city])
+                          views=self.views[city], round=round)
 
     def run(self, tasks: Sequence[tuple[str, int, int]]) -> list[dict[str, Any]]:
         """Records of up to batch_size episodes, run in lockstep, in task order."""
-        return run_together([self.start(t, p) for t, p in zip(tasks, self.policies)])
+        if not self.config.supervised:
+            return run_together([self.start(t, p) for t, p in zip(tasks, self.policies)])
+        return self._run_rounds(tasks)
+
+    def _run_rounds(self, tasks: Sequence[tuple[str, int, int]]) -> list[dict[str, Any]]:
+        """Every round of each episode, in lockstep per round; rounds the memory holds as finished
+        (a resumed run) are taken from it rather than run again."""
+        self.supervise()
+        assert self.memory is not None
+        c = self.config
+        keys = [MemoryKey(c.run_id(), self.worlds[city].episodes[i].episode_id, seed) for city, i, seed in tasks]
+        rounds: list[list[dict[str, Any]]] = []
+        for key in keys:
+            finished = {r.round: r.extra["record"] for r in self.memory.finished_rounds(key)}
+            done: list[dict[str, Any]] = []
+            while len(done) < c.rounds - 1 and len(done) in finished:  # the final round is never skipped:
+                done.append(finished[len(done)])  # its record is in episodes.jsonl once written
+            rounds.append(done)
+        for r in range(c.rounds):
+            todo = [i for i, rs in enumerate(rounds) if len(rs) == r]
+            runs = []
+            for i in todo:
+                supervisor: Supervisor = self.policies[i]  # type: ignore[assignment]
+                supervisor.begin_round(tasks[i][2], r)
+                runs.append(self.start(tasks[i], supervisor, r))
+            for i, run, record in zip(todo, runs, run_together(runs)):
+                run.policy.finish_round(record)  # type: ignore[attr-defined]
+                rounds[i].append(record)
+        return [_with_rounds(rs) for rs in rounds]
+
+
+def _with_rounds(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The final round's record, with the earlier rounds summarised beside it."""
+    final = dict(records[-1])
+    if len(records) > 1:
+        final["rounds"] = [{"round": n, **{k: rec.get(k) for k in ("path", "actions", "end_reason", "steps",
+                                                                     "metrics", "supervisor")}}
+                           for n, rec in enumerate(records[:-1])]
+    return final
 
 
 _WORKER: Optional[_Runner] = None
@@ -264,7 +384,10 @@ class Benchmark:
         return {
             **asdict(c),
             "data": str(Path(c.data).resolve()),
-            "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False)),
+            "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False))
+            or any(s.get("oracle") for s in c.strategies),
+            "oracle_strategies": [s["name"] for s in c.strategies if s.get("oracle")],
+            "run_id": c.run_id(),
             "cities": sorted(self.worlds),
             "synthetic": any(w.synthetic for w in self.worlds.values()),
             "view_sources": self.runner.view_sources,
@@ -293,6 +416,8 @@ class Benchmark:
     def run(self, out_dir: Path, progress: bool = True, command: Optional[str] = None) -> dict[str, Any]:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        if self.config.supervised and self.config.memory is None:
+            self.config.memory = str((out / MEMORY_FILE).resolve())
         manifest = self.manifest(command)
         self._check_resume(out, manifest)
         write_json_atomic(out / CONFIG_FILE, manifest)

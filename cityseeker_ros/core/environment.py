@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from cityseeker_ros.core.directions import RelativeDirection, relative_direction
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.geodesy import initial_bearing_deg
 
 if TYPE_CHECKING:
     from cityseeker_ros.core.views.source import ViewSource
@@ -28,20 +29,28 @@ class EndReason(str, Enum):
 
 @dataclass(frozen=True)
 class Action:
-    """STOP, or move along walkable heading `index` (views are numbered like headings)."""
+    """STOP, move along walkable heading `index` (views are numbered like headings), or walk
+    back to `back_to`, the node the agent came from along a hop it has already made (a
+    backtrack retraces the path one hop per step)."""
 
     index: Optional[int] = None
+    back_to: Optional[str] = None
 
     @property
     def is_stop(self) -> bool:
-        return self.index is None
+        return self.index is None and self.back_to is None
 
 
 STOP = Action()
+BACK = "back"  # the trajectory's action entry for a retraced hop
 
 
 def move(index: int) -> Action:
     return Action(index)
+
+
+def retrace(node: str) -> Action:
+    return Action(back_to=node)
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,8 @@ class StepResult:
 @dataclass
 class Trajectory:
     path: list[str]
-    headings: list[Optional[int]] = field(default_factory=list)  # action per step, None = stop
+    # action per step: a view index, None = stop, BACK = a hop retraced by a backtrack
+    headings: list[Any] = field(default_factory=list)
     end_reason: Optional[EndReason] = None
     error: Optional[str] = None
 
@@ -145,6 +155,8 @@ class Environment:
         if action.is_stop:
             traj.headings.append(None)
             return self._end(EndReason.STOPPED)
+        if action.back_to is not None:
+            return self._retrace(action.back_to)
         moves = self.world.actions.moves(traj.path[-1])
         if not isinstance(action.index, int) or not 0 <= action.index < len(moves):
             self._invalid_in_row += 1
@@ -158,6 +170,27 @@ class Environment:
         self._facing = m.edge.azimuth
         traj.path.append(m.edge.target)
         traj.headings.append(action.index)
+        if traj.steps >= self.max_steps:
+            return self._end(EndReason.BUDGET_EXHAUSTED)
+        return StepResult(self.observe(), done=False, valid=True)
+
+    def _retrace(self, node: str) -> StepResult:
+        """One hop back along a hop already made (either direction of a street is walkable, even
+        where the heading-snapping action model could not take it). It costs a step like any move."""
+        traj = self.trajectory
+        assert traj is not None
+        here = traj.path[-1]
+        if not any(a == node and b == here for a, b in zip(traj.path, traj.path[1:])):
+            self._invalid_in_row += 1
+            self._feedback = f"cannot walk back to {node}: the agent never came from there to {here}"
+            if self._invalid_in_row > self.max_invalid_retries:
+                return self._end(EndReason.INVALID_ACTION, valid=False)
+            return StepResult(self.observe(), done=False, valid=False)
+        self._invalid_in_row, self._feedback = 0, None
+        a, b = self.world.graph.nodes[here], self.world.graph.nodes[node]
+        self._facing = initial_bearing_deg(a.lat, a.lon, b.lat, b.lon)
+        traj.path.append(node)
+        traj.headings.append(BACK)
         if traj.steps >= self.max_steps:
             return self._end(EndReason.BUDGET_EXHAUSTED)
         return StepResult(self.observe(), done=False, valid=True)

@@ -1,10 +1,11 @@
 """Turn a benchmark output folder into report.html and report.md.
 
 A run's numbers mean little on their own: the report puts them beside the solvable ceiling
-and the paper's published rows, breaks them down by category, city and difficulty, and
-draws a few trajectories to show how the policy succeeds or fails. The HTML is
-self-contained (inline CSS and SVG, no scripts, no external URLs) so it can be archived or
-mailed with the run; report.md carries the same tables for diffs and chat.
+and the paper's published rows, breaks them down by category, city and difficulty, says why
+episodes failed (report_failures.py), and draws a few trajectories to show how the policy
+succeeds or fails; a step viewer (report_steps.py) replays single episodes. The HTML is
+self-contained (inline CSS, SVG and the viewer's own script and data, no external URLs) so
+it can be archived or mailed with the run; report.md carries the same tables for diffs and chat.
 """
 from __future__ import annotations
 
@@ -120,7 +121,7 @@ def numeric_columns(table: Table) -> list[bool]:
     return [any(c for c in col) and all(_NUMBER.match(c) for c in col if c) for col in columns]
 
 
-def render_table_html(table: Table) -> str:
+def render_table_html(table: Table, level: int = 2) -> str:
     e = html.escape
     align = ["num" if n else "txt" for n in numeric_columns(table)]
     head = "".join(f'<th class="{a}">{e(h)}</th>' for h, a in zip(table.header, align))
@@ -129,7 +130,7 @@ def render_table_html(table: Table) -> str:
     if not table.rows:
         body.append(f'<tr><td colspan="{len(table.header)}" class="txt">(none)</td></tr>')
     note = f'<p class="note">{e(table.note)}</p>' if table.note else ""
-    return (f"<h2>{e(table.title)}</h2>\n<table><thead><tr>{head}</tr></thead>"
+    return (f"<h{level}>{e(table.title)}</h{level}>\n<table><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>\n{note}\n")
 
 
@@ -137,13 +138,13 @@ def _md_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
-def render_table_md(table: Table) -> str:
+def render_table_md(table: Table, level: int = 2) -> str:
     def line(cells: Iterable[str]) -> str:
         return "| " + " | ".join(_md_cell(c) for c in cells) + " |"
 
     align = ["---:" if n else "---" for n in numeric_columns(table)]
     rows = [line(r) for r in table.rows] or [line(["(none)"] + [""] * (len(table.header) - 1))]
-    parts = [f"## {table.title}", "", line(table.header), "| " + " | ".join(align) + " |", *rows]
+    parts = [f"{'#' * level} {table.title}", "", line(table.header), "| " + " | ".join(align) + " |", *rows]
     if table.note:
         parts += ["", table.note]
     return "\n".join(parts) + "\n"
@@ -392,8 +393,9 @@ def geometry_from_record(record: dict) -> Geometry | None:
         return None
     ref = _latlon_array(record.get("reference_latlon"))
     ref = ref if ref is not None else np.zeros((0, 2))
-    return Geometry(path, ref, path[0], ref[-1] if len(ref) else None, path[-1],
-                    np.zeros((0, 2, 2)))
+    target = _latlon_array(record.get("target_latlon"))
+    target = target[0] if target is not None else (ref[-1] if len(ref) else None)
+    return Geometry(path, ref, path[0], target, path[-1], np.zeros((0, 2, 2)))
 
 
 def _segments_near(city: CityIndex, focus: np.ndarray, margin_m: float) -> np.ndarray:
@@ -485,25 +487,35 @@ def _scale_bar(metres_per_px: float) -> str:
             f'<text x="{x0 + px / 2:.1f}" y="{y0 - 8}" text-anchor="middle">{label}</text>')
 
 
-def trajectory_svg(geo: Geometry, title: str) -> str:
-    """One episode drawn north-up: nearby streets, the reference route, the agent's path."""
+def frame_metres(xy: np.ndarray) -> tuple[float, np.ndarray]:
+    """Pixels per metre and the centre (east/north metres) that frame the points with a margin."""
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    span = np.maximum(hi - lo, 20.0)
+    lo, hi = lo - 0.12 * span - 10, hi + 0.12 * span + 10
+    scale = min((SVG_W - 2 * PAD) / (hi[0] - lo[0]), (MAP_H - 2 * PAD) / (hi[1] - lo[1]))
+    return float(scale), (lo + hi) / 2
+
+
+def fit_map(geo: Geometry) -> tuple[Callable[[np.ndarray], np.ndarray], float]:
+    """lat/lon -> SVG pixels (north up) framing the episode, and the pixels per metre."""
     points = [geo.path, geo.reference, geo.start[None, :]]
     if geo.target is not None:
         points.append(geo.target[None, :])
     focus = np.vstack(points)
     lat0, lon0 = float(focus[:, 0].mean()), float(focus[:, 1].mean())
-    xy = project(focus, lat0, lon0)
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
-    span = np.maximum(hi - lo, 20.0)
-    lo, hi = lo - 0.12 * span - 10, hi + 0.12 * span + 10
-    scale = min((SVG_W - 2 * PAD) / (hi[0] - lo[0]), (MAP_H - 2 * PAD) / (hi[1] - lo[1]))
+    scale, centre = frame_metres(project(focus, lat0, lon0))
     offset = np.array([SVG_W / 2, MAP_H / 2])
-    centre = (lo + hi) / 2
 
     def to_px(ll: np.ndarray) -> np.ndarray:
         m = project(ll, lat0, lon0) - centre
         return offset + np.stack([m[:, 0], -m[:, 1]], axis=1) * scale
 
+    return to_px, float(scale)
+
+
+def trajectory_svg(geo: Geometry, title: str) -> str:
+    """One episode drawn north-up: nearby streets, the reference route, the agent's path."""
+    to_px, scale = fit_map(geo)
     streets = "".join(f"M{a[0]:.1f},{a[1]:.1f}L{b[0]:.1f},{b[1]:.1f}"
                       for a, b in (to_px(seg) for seg in geo.segments))
     parts = [f'<svg class="traj" width="{SVG_W}" '
@@ -631,7 +643,8 @@ def _ceiling_value(summary: dict) -> str:
     return f"{value} %" if value else "not reported"
 
 
-def build_html(summary: dict, tables: Sequence[Table], trajectories: str) -> str:
+def build_html(summary: dict, tables: Sequence[Table], sections: str, css: str = "") -> str:
+    """The page: title, banner, ceiling, the tables, then the HTML `sections` as given."""
     e = html.escape
     cfg = summary.get("config", {})
     banner = f'<div class="banner">⚠ {e(SYNTHETIC_TEXT)}</div>' if cfg.get("synthetic") else ""
@@ -643,29 +656,56 @@ def build_html(summary: dict, tables: Sequence[Table], trajectories: str) -> str
     body = "".join(render_table_html(t) for t in tables)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>CitySeeker report: {e(str(cfg.get('policy', '?')))}</title>"
-            f"<style>{CSS}{VIEWS_CSS}</style></head><body>\n"
+            f"<style>{CSS}{VIEWS_CSS}{css}</style></head><body>\n"
             f"<h1>CitySeeker benchmark report</h1><p class=\"note\">{e(subtitle)}</p>\n"
-            f"{banner}{ceiling}\n{body}{trajectories}</body></html>\n")
+            f"{banner}{ceiling}\n{body}{sections}</body></html>\n")
 
 
-def build_markdown(summary: dict, tables: Sequence[Table]) -> str:
+def build_markdown(summary: dict, blocks: Sequence[Table | str]) -> str:
+    """The Markdown page: tables rendered, strings (whole sections) as they are."""
     cfg = summary.get("config", {})
     lines = ["# CitySeeker benchmark report", ""]
     if cfg.get("synthetic"):
         lines += [f"> **{SYNTHETIC_TEXT}**", ""]
     lines += [f"**Solvable ceiling: {_ceiling_value(summary)}**. {CEILING_NOTE}", "",
-              "Trajectory plots and views: see report.html beside this file.", ""]
-    return "\n".join(lines) + "\n" + "\n".join(render_table_md(t) for t in tables)
+              "Trajectory plots, views and the step viewer: see report.html beside this file.", ""]
+    return "\n".join(lines) + "\n" + "\n".join(b if isinstance(b, str) else render_table_md(b) for b in blocks)
+
+
+def _load_once(loader: ViewLoader | None) -> ViewLoader | None:
+    """The view loader called at most once per report (two sections use its sources)."""
+    if loader is None:
+        return None
+    memo: dict[str, object] = {}
+
+    def load(config: dict) -> Mapping:
+        if "error" in memo:
+            raise memo["error"]  # type: ignore[misc]
+        if "sources" not in memo:
+            try:
+                memo["sources"] = loader(config)
+            except CitySeekerError as exc:
+                memo["error"] = exc
+                raise
+        return memo["sources"]  # type: ignore[return-value]
+
+    return load
 
 
 def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
-                 view_loader: ViewLoader | None = None, max_trajectories: int = 6) -> tuple[Path, Path]:
-    """Read OUT/summary.json and OUT/episodes.jsonl; write OUT/report.html and OUT/report.md."""
+                 view_loader: ViewLoader | None = None, max_trajectories: int = 6,
+                 max_step_thumbnails: int = 12) -> tuple[Path, Path]:
+    """Read OUT/summary.json and OUT/episodes.jsonl; write OUT/report.html and OUT/report.md.
+    `max_step_thumbnails` episodes of the step viewer get the views re-made as thumbnails."""
+    from cityseeker_ros.core import report_failures, report_steps  # they import this module
+
     out_dir = Path(out_dir)
     summary = load_summary(out_dir / "summary.json")
     episodes = load_episodes(out_dir / "episodes.jsonl")
+    config = summary.get("config", {})
     seed = first_seed(summary, episodes)
     selected = select_trajectories(episodes, seed, max_trajectories)
+    view_loader = _load_once(view_loader)
 
     tables = [
         run_table(summary, len(episodes)),
@@ -682,10 +722,27 @@ def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
     decisions = decisions_table(summary)
     if decisions is not None:
         tables.append(decisions)
-    graphs, problem = load_graphs(summary, graph_loader) if selected else ({}, "")
+    graphs, problem = load_graphs(summary, graph_loader) if episodes else ({}, "")
+    cities: dict[str, CityIndex] = {}
+
+    def coords_for(record: dict) -> Mapping | None:
+        city = str(record.get("city", ""))
+        if city not in graphs:
+            return None
+        if city not in cities:
+            cities[city] = CityIndex.build(graphs[city])
+        return report_failures.NodeCoords(cities[city])
+
+    analysis = report_failures.analyse(episodes, coords_for)
+    sources, no_views = report_steps.load_sources(config, view_loader)
+    viewer = report_steps.viewer_data(episodes, analysis.tags, analysis.departures, graphs=graphs,
+                                      sources=sources, coords_for=coords_for,
+                                      max_thumb_episodes=max_step_thumbnails)
+    note = f"No thumbnails: {no_views}." if no_views else ""
     html_path, md_path = out_dir / "report.html", out_dir / "report.md"
-    trajectories = (trajectories_html(selected, graphs, problem, seed)
-                    + views_html(selected, summary.get("config", {}), view_loader))
-    write_text_atomic(html_path, build_html(summary, tables, trajectories))
-    write_text_atomic(md_path, build_markdown(summary, tables + [trajectory_table(selected)]))
+    sections = (report_failures.failures_html(analysis) + report_steps.viewer_html(viewer, note)
+                + trajectories_html(selected, graphs, problem, seed) + views_html(selected, config, view_loader))
+    write_text_atomic(html_path, build_html(summary, tables, sections, report_failures.CSS + report_steps.CSS))
+    write_text_atomic(md_path, build_markdown(summary, [*tables, report_failures.failures_md(analysis),
+                                                        trajectory_table(selected)]))
     return html_path, md_path

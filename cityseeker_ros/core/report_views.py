@@ -25,14 +25,14 @@ CSS = """
 """
 
 
-def _data_uri(image: np.ndarray) -> str:
+def _data_uri(image: np.ndarray, width: int = THUMB_WIDTH, quality: int = 82) -> str:
     from PIL import Image
 
     img = Image.fromarray(image)
-    if img.width > THUMB_WIDTH:
-        img = img.resize((THUMB_WIDTH, round(img.height * THUMB_WIDTH / img.width)), Image.Resampling.LANCZOS)
+    if img.width > width:
+        img = img.resize((width, round(img.height * width / img.width)), Image.Resampling.LANCZOS)
     buf = io.BytesIO()
-    img.save(buf, format="JPEG", quality=82)
+    img.save(buf, format="JPEG", quality=quality, optimize=True)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 

@@ -114,7 +114,9 @@ def test_writes_both_files_self_contained(tmp_path):
     text = html_path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "<style>" in text
     assert "http://" not in text and "https://" not in text
-    assert not re.search(r"<(script|link|img|iframe)\b", text)
+    assert not re.search(r"<(link|img|iframe)\b", text)
+    # the only scripts are the step viewer's own: its data and its code, nothing fetched
+    assert re.findall(r"<script\b[^>]*>", text) == ['<script type="application/json" id="sv-data">', "<script>"]
     assert "report.html" in md_path.read_text(encoding="utf-8")
 
 
@@ -213,8 +215,9 @@ def test_synthetic_banner_only_when_flagged(tmp_path):
 
 def test_text_is_escaped(tmp_path):
     text = write_report(make_out(tmp_path), graph_loader=loader)[0].read_text(encoding="utf-8")
-    assert "<script>" not in text
+    assert "<script>alert" not in text and text.count("</script>") == 2
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; find water" in text
+    assert SCRIPT in {e["instruction"] for e in viewer_json(text)["episodes"]}  # intact inside the JSON
     assert "/data/&lt;gridtown&gt;" in text
 
 
@@ -309,3 +312,189 @@ def test_paper_numbers_match_the_paper_text():
     for name, per_category in PAPER_CATEGORY_TCP50.items():
         assert list(per_category.values()) == table2[name][6:]
     assert paper_row("Random Choice").metrics["tcp50"] == 13.92
+
+
+# ---------------------------------------------------------------- failure analysis and step viewer
+
+def viewer_json(text: str) -> dict:
+    match = re.search(r'<script type="application/json" id="sv-data">(.*?)</script>', text, flags=re.S)
+    assert match, "no step viewer data in the report"
+    assert "<" not in match.group(1)  # nothing in the data can close the script element
+    return json.loads(match.group(1))
+
+
+def test_failure_tree_and_tag_table(tmp_path):
+    html_path, md_path = write_report(make_out(tmp_path), graph_loader=loader)
+    text, md = html_path.read_text(encoding="utf-8"), md_path.read_text(encoding="utf-8")
+    assert '<section id="failures"><h2>Why episodes failed</h2>' in text and 'class="ftree"' in text
+    assert "- All episodes: **6** (100.0% of all)" in md
+    assert "  - Success (TCP50): **2** (33.3% of all)" in md
+    assert "    - Stopped: **2** (33.3% of all, 50.0% of parent)" in md
+    assert "      - premature stop: never within 50 m of the target: **2**" in md  # distances from the graph
+    assert "    - Never stopped (step budget ran out): **2**" in md
+    assert "| premature-stop | stopped, and no node of the path ever came within 50 m of the target | 2 | 33.3 |" in md
+    failed = md.split("### Failed episodes")[1].split("## Drawn trajectories")[0]
+    assert "| gridtown-1 | 0 | Two-Stage | stopped | premature-stop | 1 | 2 |" in failed
+    assert "| gridtown-2 | 1 | Brand-Specific | budget_exhausted | never-stopped | 1 | 3 |" in failed
+    assert "gridtown-0" not in failed  # successes are not listed
+    hist = md.split("### Where failed episodes first left the reference")[1].split("###")[0]
+    assert "| 1 | 4 | 100.0 |" in hist
+
+
+def test_step_viewer_data_from_records_and_graph(tmp_path):
+    text = write_report(make_out(tmp_path), graph_loader=loader)[0].read_text(encoding="utf-8")
+    assert '<section id="step-viewer">' in text and "No thumbnails: the run had no view source." in text
+    data = viewer_json(text)
+    eps = data["episodes"]
+    assert len(eps) == 6 and sorted(data["order"]) == list(range(6)) and data["images"] == []
+    assert not eps[data["default"]]["success"]  # opens on a failure
+    by_key = {(e["id"], e["seed"]): e for e in eps}
+    two = by_key[("gridtown-1", 0)]
+    assert [s["node"] for s in two["steps"]] == ["n00", "n10", "n20"]
+    assert two["tags"] == ["premature-stop"] and two["departure"] == 1 and two["dist"][0] == 82
+    # views from the graph: four walkable headings; moving north from n00 faces 0 degrees at n10
+    assert two["steps"][1]["facing"] == 0 and [v[2] for v in two["steps"][1]["views"]] == \
+        ["FRONT", "RIGHT", "BACK", "LEFT"]
+    assert "idle" not in two["steps"][2]  # the stop is a decision too
+    budget = by_key[("gridtown-2", 0)]
+    assert budget["steps"][-1]["idle"] and "a" not in budget["steps"][-1]
+    assert len(budget["map"]["path"]) == 4 and budget["map"]["city"] == "gridtown"
+    assert data["streets"]["gridtown"].count("M") == 12  # once per city, only streets near the episodes
+
+
+def test_step_viewer_without_graph_or_new_fields(tmp_path):
+    records = episode_records()
+    for r in records:
+        del r["reference_path"], r["target"]
+    records[1]["path"] = []  # nothing to show for this one
+    records[2]["metrics"]["spd"] = float("nan")  # Python's json writes and reads NaN; JSON.parse would not
+    html_path, md_path = write_report(make_out(tmp_path, records=records), graph_loader=None)
+    data = viewer_json(html_path.read_text(encoding="utf-8"))
+    assert len(data["episodes"]) == 5 and all(e["map"] is None and e["dist"] is None for e in data["episodes"])
+    assert data["episodes"][1]["spd"] is None
+    assert all(s["views"] == [] for e in data["episodes"] for s in e["steps"])
+    md = md_path.read_text(encoding="utf-8")
+    assert "- All episodes: **6**" in md and "| never left / no reference |" in md
+
+
+def _vlm_record(base: dict) -> dict:
+    """A record as the VLM policy under a BCR supervisor writes it, with every newer field."""
+    graph = grid_graph()
+    rec = dict(base, path=["n00", "n01", "n00", "n01", "n02"], actions=[1, "back", 1, 1, None],
+               end_reason="stopped", reference_path=["n00", "n01", "n02"], target="n02", metrics=metrics(True))
+    rec["path_latlon"] = graph.latlon(rec["path"]).tolist()
+    rec["reference_latlon"] = graph.latlon(rec["reference_path"]).tolist()
+    rec["target_latlon"] = graph.latlon(["n02"]).tolist()[0]
+    views = [{"index": i, "heading": h, "relative": r} for i, (h, r) in enumerate([(0.0, "LEFT"), (90.0, "FRONT")])]
+    rec["observed"] = [{"step": s, "node": rec["path"][s], "facing": 90.0, "views": views} for s in (0, 2, 3, 4)]
+    reply = '{"thoughts": "</script><b>go</b>", "action": "B"}'
+    rec["decisions"] = [{"step": s, "prompt_hash": f"h{s}", "raw": [reply * (400 if s == 3 else 1)],
+                         "decision": {"action": a, "confidence": 0.7, "thoughts": "east", "observations": []},
+                         "retries": 0, "fallback": s == 2, "parse_error": "bad JSON" if s == 2 else None,
+                         "latency_s": {"total": 1.25}, "tokens": {"prompt": 10}}
+                        for s, a in ((0, 1), (2, 1), (3, 1), (4, None))]
+    rec["supervisor"] = {"strategies": [{"name": "B1", "oracle": False, "params": {"patience": 2}}],
+                         "events": [{"step": 2, "round": 1, "strategy": "B1", "kind": "backtrack",
+                                     "detail": {"to": "n00"}}],
+                         "context": [{"step": 2, "backtrack": "You walked back to n00.", "surroundings": None,
+                                      "history": None}],
+                         "backtracks": 1}
+    rec["rounds"] = [{"round": 0, "path": ["n00", "n10"], "actions": [2, None], "end_reason": "stopped",
+                      "metrics": metrics(False)}]
+    return rec
+
+
+def test_step_viewer_shows_decisions_strategies_and_rounds(tmp_path):
+    records = episode_records()
+    records[0] = _vlm_record(records[0])
+    text = write_report(make_out(tmp_path, records=records))[0].read_text(encoding="utf-8")
+    assert text.count("</script>") == 2
+    ep = next(e for e in viewer_json(text)["episodes"] if e["id"] == "gridtown-0" and e["seed"] == 0)
+    assert ep["tags"] == ["success", "success-with-loop", "parse-error"]
+    assert ep["departure"] == 2 and ep["map"]["city"] is None and len(ep["map"]["path"]) == 5  # from path_latlon
+    assert [s.get("a") for s in ep["steps"]] == [1, "back", 1, 1, None]
+    assert [bool(s.get("idle")) for s in ep["steps"]] == [False, True, False, False, False]  # from `observed`
+    assert ep["steps"][0]["views"] == [[0, 0, "LEFT"], [1, 90, "FRONT"]]
+    step2 = ep["steps"][2]
+    assert step2["ev"] == [{"round": 1, "strategy": "B1", "kind": "backtrack", "detail": {"to": "n00"}}]
+    assert step2["ctx"] == [{"backtrack": "You walked back to n00."}]
+    d = step2["d"][0]
+    assert d["fallback"] and d["parse_error"] == "bad JSON" and d["prompt_hash"] == "h2" and "tokens" not in d
+    assert d["decision"]["thoughts"] == "east" and d["raw"][0].startswith('{"thoughts": "</script>')
+    assert "more characters]" in ep["steps"][3]["d"][0]["raw"][0]  # long replies are clipped
+    assert ep["strategies"][0]["name"] == "B1" and ep["backtracks"] == 1
+    assert ep["rounds"] == [{"round": 0, "end_reason": "stopped", "steps": 1, "tcp50": 0.0}]
+
+
+def _views_loader(config: dict) -> dict:
+    """Every grid node's views are plain images whose colour encodes the heading."""
+    import numpy as np
+
+    from cityseeker_ros.core.episode import World
+    from cityseeker_ros.core.views.source import ViewSource
+
+    class Flat(ViewSource):
+        name, synthetic = "flat", True
+
+        def images(self, node, headings):
+            return [np.full((48, 64, 3), int(h) % 256, dtype=np.uint8) for h in headings]
+
+    return {"gridtown": (World("gridtown", grid_graph(), [], {}), Flat())}
+
+
+def test_step_viewer_thumbnails_for_a_mix_of_episodes(tmp_path):
+    out = make_out(tmp_path)
+    cfg = summary(False)
+    cfg["config"]["views"] = "flat"
+    (out / "summary.json").write_text(json.dumps(cfg))
+    data = viewer_json(write_report(out, graph_loader=loader, view_loader=_views_loader,
+                                    max_step_thumbnails=3)[0].read_text(encoding="utf-8"))
+    with_thumbs = [e for e in data["episodes"] if e["thumbs"]]
+    assert len(with_thumbs) == 3
+    assert {t for e in with_thumbs for t in e["tags"]} >= {"success", "premature-stop", "never-stopped"}
+    assert [data["episodes"][k]["thumbs"] for k in data["order"]][:3] == [True] * 3  # listed first
+    assert all(img.startswith("data:image/jpeg;base64,") for img in data["images"])
+    for e in data["episodes"]:
+        for s in e["steps"]:
+            has = all(len(v) == 4 for v in s["views"])
+            assert has == (e["thumbs"] and not s.get("idle")), (e["id"], s)
+    # one image per (node, heading): a revisited node shares them
+    assert len(data["images"]) == len({(s["node"], v[1]) for e in with_thumbs for s in e["steps"]
+                                       if not s.get("idle") for v in s["views"]})
+
+
+def test_report_of_a_real_benchmark_run(tiny_city, tmp_path):
+    from cityseeker_ros.cli import main
+
+    out = tmp_path / "run"
+    assert main(["benchmark", "--data", str(tiny_city), "--policy", "random", "--seeds", "2", "--max-steps", "4",
+                 "--out", str(out), "--no-progress"]) == 0
+    assert main(["report", str(out)]) == 0
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    text = (out / "report.html").read_text(encoding="utf-8")
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "Why episodes failed" in text and f"- All episodes: **{len(records)}**" in md
+    data = viewer_json(text)
+    assert len(data["episodes"]) == len(records) == 4
+    for rec in records:
+        ep = next(e for e in data["episodes"] if (e["id"], e["seed"]) == (rec["episode_id"], rec["seed"]))
+        assert [s["node"] for s in ep["steps"]] == rec["path"]
+        assert ep["map"] is not None and len(ep["map"]["path"]) == len(rec["path"])
+        assert [s.get("a") for s in ep["steps"][:len(rec["actions"])]] == rec["actions"]
+
+
+def test_report_of_a_real_run_with_rendered_views(monaco_dir, tmp_path):
+    from cityseeker_ros.cli import main
+
+    out = tmp_path / "run"
+    assert main(["benchmark", "--data", str(monaco_dir), "--policy", "random", "--limit", "2", "--max-steps", "3",
+                 "--views", "rendered", "--view-param", "width=96", "--view-param", "height=72",
+                 "--out", str(out), "--no-progress"]) == 0
+    assert main(["report", str(out)]) == 0
+    data = viewer_json((out / "report.html").read_text(encoding="utf-8"))
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(data["episodes"]) == len(records) == 2 and all(e["thumbs"] for e in data["episodes"])
+    assert data["images"] and all(i.startswith("data:image/jpeg;base64,") for i in data["images"])
+    for e in data["episodes"]:
+        acted = [s for s in e["steps"] if not s.get("idle")]
+        assert acted and all(len(v) == 4 for s in acted for v in s["views"])

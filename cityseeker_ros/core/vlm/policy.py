@@ -21,12 +21,11 @@ from cityseeker_ros.core.environment import STOP, Action, Observation, move
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.geodesy import circular_difference
-from cityseeker_ros.core.policies.base import POLICIES, Policy
+from cityseeker_ros.core.policies.base import POLICIES, Decision, Policy, PromptContext
 from cityseeker_ros.core.vlm.backend import BACKENDS, Backend, BackendError, GenerationRequest, make_backend
 from cityseeker_ros.core.vlm.parsing import parse_choice, parse_single, parse_stop
 from cityseeker_ros.core.vlm.prompts import (
     PROMPT_VERSION,
-    PromptContext,
     choice_prompt,
     prompt_hash,
     single_prompt,
@@ -106,6 +105,7 @@ class VlmPolicy(Policy):
     """
 
     uses_images = True
+    accepts_context = True
 
     def __init__(self, backend: Optional[str] = None, model: Optional[str] = None,
                  backend_params: Optional[dict[str, Any]] = None, mode: str = "two-call", max_new_tokens: int = 512,
@@ -183,16 +183,32 @@ class VlmPolicy(Policy):
     def act_together(cls, policies: Sequence[Policy], observations: Sequence[Observation]) -> list[Action]:
         """One decision per policy (each in its own episode), asked in shared batched calls to
         the first policy's backend; each policy logs its own step."""
+        return [d.action for d in cls.decide_together(policies, observations, [None] * len(policies))]
+
+    @classmethod
+    def decide_together(cls, policies: Sequence[Policy], observations: Sequence[Observation],
+                        contexts: Sequence[Optional[PromptContext]]) -> list[Decision]:
         if not all(isinstance(p, VlmPolicy) for p in policies):
-            return super().act_together(policies, observations)
+            return super().decide_together(policies, observations, contexts)
         lead: VlmPolicy = policies[0]  # type: ignore[assignment]
         started = time.perf_counter()
-        steps = [_Step(obs, p._context(obs, None)) for p, obs in zip(policies, observations)]  # type: ignore[union-attr]
+        steps = [_Step(obs, p._context(obs, ctx))  # type: ignore[union-attr]
+                 for p, obs, ctx in zip(policies, observations, contexts)]
         lead._decide(steps)
         total = time.perf_counter() - started
         for policy, step in zip(policies, steps):
             policy._records.append(policy._record(step, total))  # type: ignore[union-attr]
-        return [step.action for step in steps]  # type: ignore[misc]
+        return [Decision(step.action, *p.explain()) for p, step in zip(policies, steps)]  # type: ignore[arg-type]
+
+    def decide(self, observation: Observation, context: Optional[PromptContext] = None) -> Decision:
+        return self.decide_together([self], [observation], [context])[0]
+
+    def explain(self) -> tuple[Optional[float], str]:
+        """The parsed confidence and thoughts of the last decision (0 and "" after a fallback)."""
+        if not self._records:
+            return None, ""
+        decision = self._records[-1]["decision"]
+        return float(decision["confidence"]), str(decision["thoughts"])
 
     def _decide(self, steps: list[_Step]) -> None:
         for step in steps:

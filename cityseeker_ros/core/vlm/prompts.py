@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from cityseeker_ros.core.environment import Observation, View
+from cityseeker_ros.core.policies.base import PromptContext
 from cityseeker_ros.core.vlm.backend import Content, GenerationRequest, Message
 from cityseeker_ros.core.vlm.schema import LETTERS, STOP_WORD, decision_schema, stop_schema
 
@@ -38,21 +38,6 @@ _CHOICE_EXAMPLE = ('{"observations": [{"view": "A", "description": "A narrow sid
 _STOP_EXAMPLE = ('{"observation": "Residential buildings, a bookstore and a bus station.", '
                  '"thoughts": "I am hungry, so I need a restaurant. There is none here, so I keep going.", '
                  '"stop": false, "confidence": 0.8}')
-
-
-@dataclass(frozen=True)
-class PromptContext:
-    """Extra text for one prompt. Empty slots leave no trace in the prompt text.
-
-    `backtrack`, `surroundings` and `history` are the paper's {backtrack_prompt},
-    {surrounding_prompt} and {history_prompt} (filled by the BCR strategies); `feedback` tells
-    the model why its previous answer was not used (the environment's or the parser's error).
-    """
-
-    backtrack: Optional[str] = None
-    surroundings: Optional[str] = None
-    history: Optional[str] = None
-    feedback: Optional[str] = None
 
 
 def view_letter(position: int) -> str:
