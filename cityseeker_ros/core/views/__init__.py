@@ -1,10 +1,12 @@
 """View sources by name. Importing this package registers every built-in source."""
 from __future__ import annotations
 
+# The AirSim source imports views.source itself; its client library loads only when a source is made.
+from cityseeker_ros.core.airsim import views as airsim_views  # registers "airsim"
 from cityseeker_ros.core.views import panorama, rendered, source
 from cityseeker_ros.core.views.panorama import PanoramaCutter, PanoramaFolderSource, load_panorama
 from cityseeker_ros.core.views.rendered import RenderedViewSource
 from cityseeker_ros.core.views.source import VIEW_SOURCES, ViewSource, make_view_source
 
 __all__ = ["VIEW_SOURCES", "PanoramaCutter", "PanoramaFolderSource", "RenderedViewSource", "ViewSource",
-           "load_panorama", "make_view_source", "panorama", "rendered", "source"]
+           "airsim_views", "load_panorama", "make_view_source", "panorama", "rendered", "source"]

@@ -1,0 +1,31 @@
+"""Why the gate let a command through or held the vehicle: a machine-readable code for the node to
+publish (and a test to assert on) next to a sentence for the operator."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class SafetyCode(str, Enum):
+    OK = "ok"
+    SPEED_CLAMPED = "speed_clamped"  # passed, slower than asked
+    HOLD_REQUESTED = "hold_requested"  # the decision itself was HOLD
+    NO_DECISION = "no_decision"  # decision watchdog expired
+    HEARTBEAT_LOST = "heartbeat_lost"  # supervisor heartbeat stale or never seen
+    ESTOP = "estop"  # e-stop latched
+    OUTSIDE_GEOFENCE = "outside_geofence"
+    ABOVE_MAX_ALTITUDE = "above_max_altitude"
+    INVALID_COMMAND = "invalid_command"  # NaN/inf or an unknown command type
+    RESET_REFUSED = "reset_refused"  # e-stop reset while a trigger is still asserted
+
+
+@dataclass(frozen=True)
+class Check:
+    """The answer of one safety monitor."""
+
+    ok: bool
+    code: SafetyCode
+    reason: str
+
+
+OK = Check(True, SafetyCode.OK, "ok")
