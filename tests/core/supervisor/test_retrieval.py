@@ -82,3 +82,28 @@ def test_backtracked_hops_are_remembered_as_wrong_turns(supervise):
     edges = supervise.store.edges(sup.state.key)
     outcome = {(e.source[-1], e.target[-1]): e.outcome for e in edges}
     assert outcome[("1", "2")] == outcome[("2", "3")] == "backtracked" and outcome[("0", "1")] == "taken"
+
+
+def test_supervised_vlm_episodes_in_lockstep_share_one_batched_call(tiny_world, tmp_path):
+    """Two supervised VLM episodes in lockstep: one backend call per step for both, and each
+    prompt carries its own episode's R3 history."""
+    from cityseeker_ros.core.benchmark import EpisodeRun, run_together
+    from cityseeker_ros.core.memory import SqliteMemoryStore
+    from cityseeker_ros.core.supervisor import Supervisor, make_strategy
+
+    reply = json.dumps({"observations": [{"view": "A", "description": "a street"}], "thoughts": "on",
+                        "action": "A", "confidence": 0.9})
+    backend = Scripted([reply] * 6)
+    store = SqliteMemoryStore(tmp_path / "m.sqlite")
+    runs = []
+    for episode in tiny_world.episodes[:2]:
+        sup = Supervisor(VlmPolicy(backend_instance=backend, mode="single-call"), [make_strategy({"name": "R3"})],
+                         store, "run")
+        sup.begin_round(0, 0)
+        runs.append(EpisodeRun(tiny_world, episode, sup, 0, max_steps=3, views=Gray()))
+    records = run_together(runs)
+    assert [len(call) for call in backend.calls] == [2, 2, 2]
+    second_step = [text_of(r) for r in backend.calls[1]]
+    assert all("step 0 at 00000000" in t for t in second_step)
+    assert [r["episode_id"] for r in records] == ["tinytown-0", "tinytown-1"]
+    assert all(r["steps"] == 3 and len(r["decisions"]) == 3 for r in records)
