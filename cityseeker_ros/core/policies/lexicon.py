@@ -444,6 +444,7 @@ GENERIC: tuple[Entry, ...] = (
 ENTRIES: tuple[Entry, ...] = BRANDS + GENERIC
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 FUZZY_RATIO = 0.82  # SequenceMatcher ratio a misread word must reach (one slip in seven letters)
+SPANNING_RATIO = 0.9  # ... and a one-word name read over a word break ("Grand Prix" is not "Franprix")
 MIN_FUZZY_LEN = 7  # shorter words must be read exactly: "halles" is one slip from "harles"
 MIN_PREFIX_LEN = 5  # a word cut off at the image edge ("Pharma") still counts from this length...
 MIN_PREFIX_SHARE = 0.6  # ... and this share of the word;
@@ -525,20 +526,24 @@ def _matches(text: _Text, alias: _Alias) -> bool:
                 return True  # cut off at the frame edge, or shortened on the board
     if n < MIN_FUZZY_LEN or len(alias.bigrams & text.bigrams) < 0.5 * (n - 1):
         return False  # most pairs of letters are missing: no reading of the text comes close
-    return _partial_ratio(alias.compact, text.compact, text.starts) >= FUZZY_RATIO
+    return _fuzzy_match(alias.compact, text.compact, text.starts, " " not in alias.folded)
 
 
-def _partial_ratio(needle: str, hay: str, starts: tuple[int, ...]) -> float:
-    """Best ratio of `needle` against windows of `hay` of about its length that begin at a word
-    (or one letter into it, for a lost first letter): OCR slips, but not words straddling words."""
+def _fuzzy_match(needle: str, hay: str, starts: tuple[int, ...], one_word: bool) -> bool:
+    """Does a window of `hay` about as long as `needle`, beginning at a word (or one letter into it,
+    for a lost first letter), read like it? A one-word needle read over a word break must read
+    closer: OCR glues and splits words, but most near-misses across words are other words."""
     n = len(needle)
-    best = 0.0
+    breaks = set(starts[1:]) if one_word else set()
     for start in sorted({s + k for s in starts for k in (0, 1)}):
         for size in (n - 1, n, n + 1):
             if start + size <= len(hay) or start == 0:
                 window = hay[start:start + size]
-                best = max(best, SequenceMatcher(None, needle, window, autojunk=False).ratio())
-    return best
+                spans = any(start < b < start + len(window) for b in breaks)
+                ratio = SequenceMatcher(None, needle, window, autojunk=False).ratio()
+                if ratio >= (SPANNING_RATIO if spans else FUZZY_RATIO):
+                    return True
+    return False
 
 
 _NO_ENTRY = Entry("", "restaurant", ())

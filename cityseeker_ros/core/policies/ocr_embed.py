@@ -2,17 +2,18 @@
 
 It is a perception baseline without a vision-language model, and it only reads text: a target
 whose board it cannot read (too far, too oblique, cut by the frame, or unsigned) is invisible
-to it, and so is everything a sign's colour or pictogram says. It also has no map and no memory
-beyond the nodes it has stood on this episode.
+to it, and so is everything a sign's colour or pictogram says. It is given no map: it draws its
+own from the nodes it stands on and the moves it makes in the episode.
 """
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -21,6 +22,7 @@ import numpy as np
 from cityseeker_ros.core.directions import RelativeDirection
 from cityseeker_ros.core.environment import STOP, Action, Observation, View, move
 from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
+from cityseeker_ros.core.geodesy import circular_difference
 from cityseeker_ros.core.policies import lexicon
 from cityseeker_ros.core.policies.base import POLICIES, Policy
 from cityseeker_ros.core.worlds.needs import Need
@@ -68,15 +70,20 @@ def _line_height(box: np.ndarray) -> float:
     return float((np.linalg.norm(b[3] - b[0]) + np.linalg.norm(b[2] - b[1])) / 2.0)
 
 
+_READINGS: dict[tuple[int, float, int], OrderedDict[bytes, tuple[SignText, ...]]] = {}
+
+
 class SignReader:
-    """OCR of views, cached by a hash of the pixels: walking back past a view costs nothing."""
+    """OCR of views, cached by a hash of the pixels: walking back past a view costs nothing. The
+    cache is shared by the readers of a process with the same settings, so lockstep episodes and
+    the cells of an ablation run in one process read each view once."""
 
     def __init__(self, det_max_side: int = 640, min_confidence: float = 0.6, min_chars: int = 2,
                  cache_size: int = 4096, threads: int = 0) -> None:
         self.det_max_side, self.threads = det_max_side, threads
         self.min_confidence, self.min_chars = min_confidence, min_chars
         self.cache_size = cache_size
-        self._cache: OrderedDict[bytes, tuple[SignText, ...]] = OrderedDict()
+        self._cache = _READINGS.setdefault((det_max_side, min_confidence, min_chars), OrderedDict())
         self.calls = 0  # images actually run through OCR (cache misses)
         self.hits = 0
 
@@ -176,15 +183,92 @@ def kind_satisfies(entry: lexicon.Entry, needs: tuple[Need, ...]) -> bool:
     return False
 
 
-# --- the policy --------------------------------------------------------------------------------------
+# --- the map it draws as it walks ------------------------------------------------------------------
 
-# Exploration prefers going on; turning back only when nothing else is left.
-DIRECTION_PREFERENCE: dict[RelativeDirection, float] = {
-    RelativeDirection.FRONT: 1.0, RelativeDirection.FRONT_LEFT: 0.75, RelativeDirection.FRONT_RIGHT: 0.75,
-    RelativeDirection.LEFT: 0.5, RelativeDirection.RIGHT: 0.5, RelativeDirection.BACK_LEFT: 0.2,
-    RelativeDirection.BACK_RIGHT: 0.2, RelativeDirection.BACK: 0.0,
-}
+M_PER_DEG_LAT = 111_320.0
+BACK_TOLERANCE_DEG = 45.0  # a view this close to straight back is taken to lead where we came from
 BEHIND = {RelativeDirection.BACK, RelativeDirection.BACK_LEFT, RelativeDirection.BACK_RIGHT}
+
+
+class ExploredMap:
+    """The streets as far as the agent has walked them, in metres east and north of the start.
+
+    An edge (node, view index) -> node is learned by taking it. Streets can be walked both ways,
+    so the view pointing straight back along the edge just walked is assumed to lead back: a street
+    then has one open end, not two. A wrong guess is overwritten when that view is walked. The
+    headings of visited nodes that lead nowhere known yet are the frontiers.
+    """
+
+    def __init__(self, hop_m: float) -> None:
+        self.hop_m = hop_m
+        self.origin: Optional[tuple[float, float]] = None
+        self.xy: dict[str, tuple[float, float]] = {}
+        self.headings: dict[str, dict[int, float]] = {}
+        self.edges: dict[str, dict[int, str]] = {}
+        self.taken: set[tuple[str, int]] = set()
+        self._last: Optional[tuple[str, int]] = None
+
+    def visit(self, obs: Observation) -> None:
+        """Note where we stand and what leaves from here, and the edge the last move walked."""
+        if self.origin is None:
+            self.origin = (obs.lat, obs.lon)
+        lat0, lon0 = self.origin
+        self.xy[obs.node] = ((obs.lon - lon0) * M_PER_DEG_LAT * math.cos(math.radians(lat0)),
+                             (obs.lat - lat0) * M_PER_DEG_LAT)
+        self.headings[obs.node] = {v.index: v.heading for v in obs.views}
+        self.edges.setdefault(obs.node, {})
+        if self._last is not None:
+            came_from, index = self._last
+            self.edges[came_from][index] = obs.node
+            behind = [(abs(circular_difference(v.heading, obs.facing + 180.0)), v.index) for v in obs.views]
+            if behind and min(behind)[0] <= BACK_TOLERANCE_DEG:
+                self.edges[obs.node].setdefault(min(behind)[1], came_from)
+        self._last = None
+
+    def take(self, node: str, index: int) -> None:
+        self.taken.add((node, index))
+        self._last = (node, index)
+
+    def frontiers(self) -> list[tuple[str, int]]:
+        return [(node, i) for node, headings in self.headings.items() for i in headings
+                if i not in self.edges.get(node, {})]
+
+    def reach(self, here: str) -> dict[str, tuple[int, Optional[int]]]:
+        """Known nodes -> (hops from here, the view to take here to get there first), breadth first."""
+        found: dict[str, tuple[int, Optional[int]]] = {here: (0, None)}
+        queue = deque([here])
+        while queue:
+            node = queue.popleft()
+            hops, first = found[node]
+            for index, nxt in sorted(self.edges.get(node, {}).items()):
+                if nxt not in found:
+                    found[nxt] = (hops + 1, index if first is None else first)
+                    queue.append(nxt)
+        return found
+
+    def from_start_hops(self, node: str, index: int) -> float:
+        """How far from the start a heading leads, in hops: the point one hop along it."""
+        x, y = self.xy[node]
+        h = math.radians(self.headings[node][index])
+        return math.hypot(x + self.hop_m * math.sin(h), y + self.hop_m * math.cos(h)) / self.hop_m
+
+    def next_move(self, here: str, spread: float) -> Optional[int]:
+        """The view to take towards the cheapest frontier: hops to reach and take it, plus `spread` x
+        how far from the start it leads. Ties go to the nearest, then to the first listed, so the
+        choice holds while walking to it. None when nothing known is left open."""
+        reach = self.reach(here)
+        costs = []
+        for k, (node, i) in enumerate(self.frontiers()):
+            if node in reach:
+                hops = reach[node][0]
+                costs.append((round(hops + 1 + spread * self.from_start_hops(node, i), 6), hops, k, node, i))
+        if not costs:
+            return None
+        *_, node, index = min(costs)
+        return index if node == here else reach[node][1]
+
+
+# --- the policy --------------------------------------------------------------------------------------
 
 
 @POLICIES.register("ocr-embed")
@@ -203,8 +287,16 @@ class OcrEmbedPolicy(Policy):
     is near); otherwise walk towards the best view if it scores at least `interest_score` (a view
     below `stop_score` only once per node); otherwise explore.
 
+    Exploring searches outwards from the start, nearest first, because the target is the nearest
+    place that meets the need: the agent draws a map of the streets it walks (`ExploredMap`) and
+    heads for the untried heading (frontier) that costs least: hops to reach it through the map,
+    plus `explore_spread` x how far from the start it leads (in hops of `hop_m` metres). At 1, a
+    straight street is followed while going back to the nearest opening on the other side of the
+    start costs as much, and streets that bend back towards the start win; above 1 it turns back
+    sooner (each leg about (spread + 1) / (spread - 1) times the last), below 1 it wanders off.
+
     It cannot see a target without a readable sign; it reads text and nothing else (no colours,
-    pictograms, shapes or map), so unsigned places, boards seen edge-on and names that do not say what
+    pictograms, shapes), so unsigned places, boards seen edge-on and names that do not say what
     a place is ("Twiga") are invisible to it. OCR (rapidocr, about 0.2 s a 640x480 view on CPU)
     dominates its time. Same inputs, same actions.
 
@@ -216,11 +308,7 @@ class OcrEmbedPolicy(Policy):
         faster and misses small signs.
       cache_size: OCR results kept, keyed by a hash of the pixels, so revisited views are free.
       ocr_threads: onnxruntime threads per process (0: its default, all cores).
-      revisit_penalty, explore_text_weight, explore_busy_weight, explore_jitter: exploration prefers
-        forward, then the sides, back last; minus `revisit_penalty` for each time a heading was
-        already taken from this node; plus `explore_text_weight` x the view's score and
-        `explore_busy_weight` x how much text it shows (shop streets); plus up to `explore_jitter`
-        from the episode's rng, which breaks ties.
+      explore_spread, hop_m: as above; hop_m is a typical street segment (Monaco: about 15 m).
       device: "auto" (CUDA when torch has it), "cpu" or "cuda", for the embedder.
       max_texts_logged: OCR lines per view kept in the step records.
     """
@@ -230,15 +318,15 @@ class OcrEmbedPolicy(Policy):
     def __init__(self, stop_score: float = 0.65, interest_score: float = 0.45, match_boost: float = 0.4,
                  near_px: float = 20.0, stop_when_passed: bool = True, min_confidence: float = 0.6,
                  min_chars: int = 2, det_max_side: int = 640, cache_size: int = 4096, ocr_threads: int = 0,
-                 revisit_penalty: float = 0.6, explore_text_weight: float = 0.3, explore_busy_weight: float = 0.3,
-                 explore_jitter: float = 0.1, device: str = "auto", max_texts_logged: int = 6) -> None:
+                 explore_spread: float = 1.0, hop_m: float = 15.0, device: str = "auto",
+                 max_texts_logged: int = 6) -> None:
         if not 0 < near_px:
             raise ValueError(f"near_px must be positive, got {near_px}")
+        if not 0 < hop_m:
+            raise ValueError(f"hop_m must be positive, got {hop_m}")
         self.stop_score, self.interest_score, self.match_boost = stop_score, interest_score, match_boost
         self.near_px, self.stop_when_passed = near_px, stop_when_passed
-        self.revisit_penalty, self.explore_text_weight = revisit_penalty, explore_text_weight
-        self.explore_busy_weight = explore_busy_weight
-        self.explore_jitter, self.max_texts_logged = explore_jitter, max_texts_logged
+        self.explore_spread, self.hop_m, self.max_texts_logged = explore_spread, hop_m, max_texts_logged
         self.reader = SignReader(det_max_side, min_confidence, min_chars, cache_size, ocr_threads)
         self.embedder = TextEmbedder(device)
         self._records: list[dict[str, Any]] = []
@@ -253,12 +341,19 @@ class OcrEmbedPolicy(Policy):
                              if p.strip() and len(p.split()) <= 3)
         self._need_vec = None
         self.visits: dict[str, int] = {}
-        self.taken: dict[str, dict[int, int]] = {}
+        self.map = ExploredMap(self.hop_m)
         self._approaching = False
         self._records = []
 
     def step_records(self) -> list[dict[str, Any]]:
         return list(self._records)
+
+    def explain(self) -> tuple[Optional[float], str]:
+        """The last decision's confidence (the score margin) and why it was taken, for strategies."""
+        if not self._records:
+            return None, ""
+        last = self._records[-1]
+        return float(last["confidence"]), str(last["reason"])
 
     # -- scoring --
 
@@ -286,8 +381,8 @@ class OcrEmbedPolicy(Policy):
                 ) -> tuple[Action, str, float, list[float]]:
         node = obs.node
         self.visits[node] = self.visits.get(node, 0) + 1
-        taken = self.taken.setdefault(node, {})
         view_scores = [max((score for _, score, _ in signs), default=0.0) for signs in scored]
+        self.map.visit(obs)
         if not obs.views:
             return STOP, "dead-end", 0.0, view_scores
         order = sorted(range(len(view_scores)), key=lambda i: (-view_scores[i], i))
@@ -302,21 +397,17 @@ class OcrEmbedPolicy(Policy):
         if self.stop_when_passed and self._approaching and not ahead:
             return STOP, "passed", confidence, view_scores
         if view_scores[best] >= self.interest_score and (view_scores[best] >= self.stop_score
-                                                         or taken.get(best, 0) == 0):
+                                                         or (node, best) not in self.map.taken):
             self._approaching = view_scores[best] >= self.stop_score
             return self._go(node, best), "approach", confidence, view_scores
         self._approaching = False
-        jitter = self.rng.random(len(obs.views)) * self.explore_jitter
-        explore = [DIRECTION_PREFERENCE[v.relative] - self.revisit_penalty * taken.get(v.index, 0)
-                   + self.explore_text_weight * max(0.0, view_scores[i])
-                   + self.explore_busy_weight * min(len(scored[i]), 3) / 3.0 + float(jitter[i])
-                   for i, v in enumerate(obs.views)]
-        choice = max(range(len(explore)), key=lambda i: (explore[i], -i))
+        choice = self.map.next_move(node, self.explore_spread)
+        if choice is None:  # everything reachable is known: wander
+            choice = int(self.rng.integers(len(obs.views)))
         return self._go(node, choice), "explore", confidence, view_scores
 
     def _go(self, node: str, index: int) -> Action:
-        taken = self.taken[node]
-        taken[index] = taken.get(index, 0) + 1
+        self.map.take(node, index)
         return move(index)
 
     def _log(self, obs: Observation, scored: list[list[tuple[SignText, float, bool]]], view_scores: list[float],

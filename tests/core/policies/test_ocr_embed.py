@@ -1,14 +1,16 @@
 """The reading agent on real rendered Monaco views: OCR, lexicon, decisions, cache, benchmark."""
+import math
 from difflib import SequenceMatcher
 
 import numpy as np
 import pytest
 
 from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
-from cityseeker_ros.core.environment import Environment
+from cityseeker_ros.core.directions import relative_direction
+from cityseeker_ros.core.environment import Environment, Observation, View
 from cityseeker_ros.core.episode import Episode
 from cityseeker_ros.core.policies import lexicon, make_policy
-from cityseeker_ros.core.policies.ocr_embed import OcrEmbedPolicy, SignReader
+from cityseeker_ros.core.policies.ocr_embed import ExploredMap, OcrEmbedPolicy, SignReader
 from cityseeker_ros.core.render.palette import brand_key
 from cityseeker_ros.core.views import make_view_source
 
@@ -91,6 +93,7 @@ def test_policy_heads_for_the_sign_or_stops_at_it(monaco, signed_node):
 
     near = OcrEmbedPolicy()
     near.reset(episode, np.random.default_rng(0))
+    near.reader._cache.clear()  # the process-wide cache may hold these views from another test
     action = near.act(obs)
     [record] = near.step_records()
     scores = [v["score"] for v in record["views"]]
@@ -122,3 +125,93 @@ def test_short_benchmark_run_completes(monaco_dir, tmp_path):
     summary = Benchmark(config).run(tmp_path / "run", progress=False)
     assert summary["overall"]["episodes"] == 3
     assert summary["decisions"]["count"] >= 3 and "ocr" in summary["decisions"]["latency_s"]
+
+
+# --- exploring without signs: a hand-made street map, walked view by view ---------------------------
+
+LAT0, LON0 = 43.73, 7.42
+
+
+class Streets:
+    """Two-way streets between named points (metres east, north); views are numbered by heading."""
+
+    def __init__(self, points: dict[str, tuple[float, float]], streets: list[tuple[str, str]]) -> None:
+        self.points = points
+        self.links: dict[str, list[tuple[float, str]]] = {name: [] for name in points}
+        for a, b in streets:
+            self.links[a].append((self._azimuth(a, b), b))
+            self.links[b].append((self._azimuth(b, a), a))
+        for out in self.links.values():
+            out.sort()
+
+    def _azimuth(self, a: str, b: str) -> float:
+        (xa, ya), (xb, yb) = self.points[a], self.points[b]
+        return math.degrees(math.atan2(xb - xa, yb - ya)) % 360.0
+
+    def observe(self, node: str, facing: float, step: int = 0) -> Observation:
+        x, y = self.points[node]
+        views = tuple(View(i, h, relative_direction(h, facing)) for i, (h, _) in enumerate(self.links[node]))
+        return Observation("map", "find it", node, LAT0 + y / 111_320.0,
+                           LON0 + x / (111_320.0 * math.cos(math.radians(LAT0))), facing, views, step, 35 - step)
+
+    def walk(self, policy: OcrEmbedPolicy, start: str, facing: float, steps: int) -> list[str]:
+        path, obs = [start], self.observe(start, facing)
+        for step in range(1, steps + 1):
+            action = policy.act(obs)
+            heading, node = self.links[obs.node][action.index]
+            path.append(node)
+            obs = self.observe(node, heading, step)
+        return path
+
+
+#        N2
+#        |
+#        N1
+#        |
+# W1 - S - E1 - E2 - E3 - E4     (15 m a hop; W1 is a dead end)
+STREETS = Streets({"W1": (-15, 0), "S": (0, 0), "E1": (15, 0), "E2": (30, 0), "E3": (45, 0), "E4": (60, 0),
+                   "N1": (15, 15), "N2": (15, 30)},
+                  [("W1", "S"), ("S", "E1"), ("E1", "E2"), ("E2", "E3"), ("E3", "E4"), ("E1", "N1"), ("N1", "N2")])
+
+
+def _explorer(**params) -> OcrEmbedPolicy:
+    policy = OcrEmbedPolicy(**params)
+    policy.reset(_episode("S", "pharmacy"), np.random.default_rng(0))
+    return policy
+
+
+def test_explored_map_learns_edges_guesses_the_way_back_and_lists_frontiers():
+    explored = ExploredMap(hop_m=15.0)
+    explored.visit(STREETS.observe("S", 90.0))
+    assert explored.frontiers() == [("S", 0), ("S", 1)]  # east and west, both untried
+    explored.take("S", 0)
+    explored.visit(STREETS.observe("E1", 90.0))
+    # Walked S -> E1; E1's west view is taken to lead back to S, so only north and east are open.
+    assert explored.edges == {"S": {0: "E1"}, "E1": {2: "S"}}
+    assert explored.frontiers() == [("S", 1), ("E1", 0), ("E1", 1)]
+    assert explored.xy["E1"] == pytest.approx((15.0, 0.0), abs=0.01)
+    assert explored.from_start_hops("E1", 1) == pytest.approx(2.0, abs=0.01)  # east of E1: two hops out
+    assert explored.reach("E1") == {"E1": (0, None), "S": (1, 2)}
+    # Nearest first: north of E1 is 1 hop away and about 1.4 out; west of S 2 hops and 1 out; east 1 and 2.
+    assert explored.next_move("E1", spread=2.0) == 0
+    explored.take("E1", 0)
+    explored.visit(STREETS.observe("N1", 0.0))
+    # From N1, the west side of the start (3 hops, 1 out) beats going on north (1 hop, 2.2 out)...
+    assert explored.next_move("N1", spread=2.0) == 1
+    # ... unless the distance from the start hardly counts.
+    assert explored.next_move("N1", spread=0.5) == 0
+    # A guessed way back that turns out wrong is corrected by walking it.
+    explored.take("E1", 2)
+    explored.visit(STREETS.observe("E2", 90.0))
+    assert explored.edges["E1"][2] == "E2"
+    assert explored.next_move("W1", spread=2.0) is None  # never stood there: nothing known leads on
+
+
+def test_exploring_goes_back_to_the_nearest_untried_street_rather_than_wandering_off():
+    # Facing east at S: it tries E1, looks up the street north (the nearest open heading), then turns
+    # back for the west side of the start before N2 or E2, which lead further out; W1 is a dead end,
+    # so the next nearest is east of E1.
+    path = STREETS.walk(_explorer(explore_spread=2.0), "S", 90.0, 8)
+    assert path == ["S", "E1", "N1", "E1", "S", "W1", "S", "E1", "E2"]
+    # With distance from the start counting for little, it follows the street out instead.
+    assert STREETS.walk(_explorer(explore_spread=0.5), "S", 90.0, 3) == ["S", "E1", "N1", "N2"]
