@@ -46,7 +46,7 @@ def test_a_missing_or_broken_trajectories_file_is_named(tmp_path):
         make_strategy({"name": "C2", "summariser": "gpt"})
 
 
-def test_an_optional_summariser_rewrites_the_map_through_the_backend_registry(supervise):
+def test_an_optional_summariser_rewrites_the_map_through_the_backend_registry(supervise, monkeypatch):
     from cityseeker_ros.core.vlm.backend import BACKENDS, Backend, Generation
 
     class Summary(Backend):
@@ -62,8 +62,7 @@ def test_an_optional_summariser_rewrites_the_map_through_the_backend_registry(su
             Summary.asked += [r.messages[0].content[0] for r in requests]
             return [Generation(f"{self.style} map of {len(Summary.asked[-1])} chars") for _ in requests]
 
-    if "map-summary" not in BACKENDS:
-        BACKENDS.register("map-summary")(Summary)
+    monkeypatch.setitem(BACKENDS._entries, "map-summary", Summary)  # registered for this test only
     supervise(ContextScript(WALK), ["C1"], rounds=2, round=0)
     script = ContextScript(WALK)
     supervise(script, [{"name": "C1", "summariser": {"backend": "map-summary", "style": "terse"}}], rounds=2, round=1)
