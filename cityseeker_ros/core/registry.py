@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from cityseeker_ros.core.errors import ConfigError
 
@@ -30,6 +30,16 @@ class Registry(Generic[T]):
         except KeyError:
             known = ", ".join(sorted(self._entries)) or "(none)"
             raise ConfigError(f"unknown {self.kind} '{name}'; known: {known}") from None
+
+    def create(self, name: str, *args: Any, **params: Any) -> Any:
+        """Make the entry `name` with configuration `params` (after fixed `args`, such as the world
+        a view source draws). A parameter the entry does not take fails naming the entry; values
+        are left out of the message, since some (API keys) must not reach logs."""
+        factory = self.get(name)
+        try:
+            return factory(*args, **params)  # type: ignore[operator]
+        except TypeError as exc:  # an unknown or missing keyword from config
+            raise ConfigError(f"{self.kind} '{name}': bad parameters {sorted(params)}: {exc}") from None
 
     def names(self) -> list[str]:
         return sorted(self._entries)

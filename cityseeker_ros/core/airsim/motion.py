@@ -72,11 +72,7 @@ MOTION_MODES: Registry[MotionFactory] = Registry("airsim motion mode")
 
 
 def make_motion_mode(name: str, link: AirSimLink, anchor: Anchor, **params: Any) -> MotionMode:
-    factory = MOTION_MODES.get(name)
-    try:
-        return factory(link, anchor, **params)
-    except TypeError as exc:
-        raise ConfigError(f"airsim motion '{name}': bad parameters {params}: {exc}") from None
+    return MOTION_MODES.create(name, link, anchor, **params)
 
 
 @MOTION_MODES.register("teleport")

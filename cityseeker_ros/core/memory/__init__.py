@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.memory.sqlite_store import SqliteMemoryStore
 from cityseeker_ros.core.memory.store import (
     DecisionMemory,
@@ -22,11 +21,7 @@ MEMORY_STORES.register("sqlite")(SqliteMemoryStore)
 
 
 def make_memory_store(name: str, **params: Any) -> MemoryStore:
-    factory = MEMORY_STORES.get(name)
-    try:
-        return factory(**params)
-    except TypeError as exc:
-        raise ConfigError(f"memory store '{name}': bad parameters {params}: {exc}") from None
+    return MEMORY_STORES.create(name, **params)
 
 
 __all__ = [

@@ -10,7 +10,6 @@ import numpy as np
 
 from cityseeker_ros.core.environment import Action, Observation
 from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.registry import Registry
 
 
@@ -95,8 +94,4 @@ POLICIES: Registry[Callable[..., Policy]] = Registry("policy")
 
 
 def make_policy(name: str, **params: Any) -> Policy:
-    factory = POLICIES.get(name)
-    try:
-        return factory(**params)
-    except TypeError as exc:
-        raise ConfigError(f"policy '{name}': bad parameters {params}: {exc}") from None
+    return POLICIES.create(name, **params)

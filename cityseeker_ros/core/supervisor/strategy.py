@@ -124,10 +124,7 @@ def make_strategy(spec: dict[str, Any]) -> Strategy:
                           f"enable it explicitly as oracle:{name}")
     if marked and not oracle:
         raise ConfigError(f"strategy {name} is not an oracle strategy; drop the oracle: prefix")
-    try:
-        return factory(**params)
-    except TypeError as exc:
-        raise ConfigError(f"strategy {name}: bad parameters {params}: {exc}") from None
+    return STRATEGIES.create(name, **params)
 
 
 def parse_strategy(text: str) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from cityseeker_ros.core.episode import World
-from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.graph import Node
 from cityseeker_ros.core.registry import Registry
 
@@ -40,8 +39,4 @@ VIEW_SOURCES: Registry[ViewSourceFactory] = Registry("view source")
 
 
 def make_view_source(name: str, world: World, params: dict[str, Any] | None = None) -> ViewSource:
-    factory = VIEW_SOURCES.get(name)
-    try:
-        return factory(world, **(params or {}))
-    except TypeError as exc:  # an unknown or missing keyword from config
-        raise ConfigError(f"view source '{name}': bad parameters {params}: {exc}") from None
+    return VIEW_SOURCES.create(name, world, **(params or {}))

@@ -13,7 +13,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.errors import CitySeekerError
 from cityseeker_ros.core.registry import Registry
 
 Content = Union[str, np.ndarray]  # text, or an RGB uint8 image (H, W, 3)
@@ -77,8 +77,4 @@ BACKENDS: Registry[BackendFactory] = Registry("VLM backend")
 
 def make_backend(name: str, **params: Any) -> Backend:
     """A backend by registry name; unknown names and bad parameters fail at start-up."""
-    factory = BACKENDS.get(name)
-    try:
-        return factory(**params)
-    except TypeError as exc:
-        raise ConfigError(f"backend '{name}': bad parameters {sorted(params)}: {exc}") from None
+    return BACKENDS.create(name, **params)
