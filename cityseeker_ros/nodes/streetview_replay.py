@@ -10,29 +10,26 @@ episode is setting the `episode` and `seed` parameters (atomically when both cha
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path as PathMsg
 from pydantic import ValidationError
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import ExternalShutdownException
-from rclpy.logging import get_logger
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, NavSatFix
-from std_msgs.msg import Header, String
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.environment import Environment, Observation
 from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import episode_metrics
 from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
 from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare
 from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin, Task, ViewSetMsg, parse
@@ -283,26 +280,11 @@ class StreetviewReplayNode(Node):
         if env is not None and env.trajectory is not None:
             values.update(step=env.trajectory.steps, node=env.trajectory.path[-1])
         level = "error" if env is not None and env.trajectory is not None and env.trajectory.error else "ok"
-        msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
-        msg.status = [convert.diagnostic_status(f"{self.get_fully_qualified_name()}: replay", level, status, values)]
-        self._diag_pub.publish(msg)
+        publish_diagnostics(self, self._diag_pub, "replay", level, status, values)
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = StreetviewReplayNode()
-        rclpy.spin(node)
-    except CitySeekerError as exc:  # bad parameters or data: one line, no traceback
-        get_logger("streetview_replay").error(str(exc))
-        sys.exit(2)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin(StreetviewReplayNode, "streetview_replay", args)
 
 
 if __name__ == "__main__":

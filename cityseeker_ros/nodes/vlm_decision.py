@@ -15,26 +15,23 @@ from __future__ import annotations
 
 import json
 import queue
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Optional
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from pydantic import ValidationError
-from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.logging import get_logger
 from sensor_msgs.msg import CompressedImage
-from std_msgs.msg import Header, String
+from std_msgs.msg import String
 
 from cityseeker_ros.core.benchmark import episode_rng
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.policies import Policy, make_policy
+from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
 from cityseeker_ros.ros.parameters import VLM_DECISION, declare
 from cityseeker_ros.ros.schema import DecisionMsg, Stamp, ViewSetMsg, parse
@@ -272,27 +269,11 @@ class VlmDecisionNode(LifecycleNode):
         level = "error" if self._last_error else "ok"
         values = {"state": state, "policy": self._policy_name, "decisions": self._published,
                   "deciding": self._in_flight or "", "last_latency_s": self._last_latency_s}
-        msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
-        msg.status = [convert.diagnostic_status(f"{self.get_fully_qualified_name()}: decision", level,
-                                                self._last_error or state, values)]
-        self._diag_pub.publish(msg)
+        publish_diagnostics(self, self._diag_pub, "decision", level, self._last_error or state, values)
 
 
 def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = VlmDecisionNode()
-        rclpy.spin(node)
-    except CitySeekerError as exc:
-        get_logger("vlm_decision").error(str(exc))
-        sys.exit(2)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    spin(VlmDecisionNode, "vlm_decision", args)
 
 
 if __name__ == "__main__":
