@@ -99,21 +99,27 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "cityseeker_ros", *args]
 
 
+def kill_after(args: list[str], out: Path, records: int, timeout_s: float) -> int:
+    """Run `cityseeker ARGS --out OUT` and SIGKILL it once episodes.jsonl holds `records` lines;
+    the number of lines it left."""
+    proc = subprocess.Popen(_cli(*args, "--out", str(out)), cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    log = out / "episodes.jsonl"
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and (not log.exists() or log.read_bytes().count(b"\n") < records):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return log.read_bytes().count(b"\n")
+
+
 def test_kill_and_resume_loses_and_duplicates_nothing(hk6, tmp_path):
     """SIGKILL a real run mid-way, rerun the same command, and compare with a clean run."""
     args = ["benchmark", "--data", str(hk6), "--policy", "random", "--seeds", "3", "--no-progress",
             "--workers", "2"]
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_cli(*args, "--out", str(killed)), cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    log = killed / "episodes.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline and (not log.exists() or log.read_bytes().count(b"\n") < 60):
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run ended before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    partial = log.read_bytes().count(b"\n")
+    partial = kill_after(args, killed, 60, 120)
     assert 60 <= partial < 531
     assert not (killed / "summary.json").exists()
 

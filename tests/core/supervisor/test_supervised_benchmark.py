@@ -3,11 +3,8 @@ a killed multi-round run resumes with its memory and results intact."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +12,7 @@ import pytest
 from cityseeker_ros.cli import main
 from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
 from cityseeker_ros.core.errors import ConfigError
-from tests.core.test_benchmark import REPO, _cli, lines
+from tests.core.test_benchmark import REPO, _cli, kill_after, lines
 
 STRATEGIES = [{"name": "B1"}, {"name": "R1"}, {"name": "R2"}, {"name": "R3"}, {"name": "C1"}]
 
@@ -75,16 +72,7 @@ def test_kill_a_multi_round_run_and_resume_it(hk6, tmp_path):
     args = ["benchmark", "--data", str(hk6), "--policy", "random", "--limit", "60", "--rounds", "3", "--no-progress",
             "--strategy", "B1", "--strategy", "R1", "--strategy", "R3", "--strategy", "C2"]
     killed = tmp_path / "killed"
-    proc = subprocess.Popen(_cli(*args, "--out", str(killed)), cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    log = killed / "episodes.jsonl"
-    deadline = time.time() + 180
-    while time.time() < deadline and (not log.exists() or log.read_bytes().count(b"\n") < 20):
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run ended before it could be killed"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert 20 <= log.read_bytes().count(b"\n") < 60 and not (killed / "summary.json").exists()
+    assert 20 <= kill_after(args, killed, 20, 180) < 60 and not (killed / "summary.json").exists()
 
     subprocess.run(_cli(*args, "--out", str(killed)), cwd=REPO, check=True, stdout=subprocess.DEVNULL)
     clean = tmp_path / "clean"
