@@ -64,6 +64,11 @@ setup(
             "cityseeker = cityseeker_ros.cli:main",
             "streetview_replay = cityseeker_ros.nodes.streetview_replay:main",
             "vlm_decision = cityseeker_ros.nodes.vlm_decision:main",
+            "supervisor = cityseeker_ros.nodes.supervisor:main",
+            "evaluator = cityseeker_ros.nodes.evaluator:main",
+            "graph_localiser = cityseeker_ros.nodes.graph_localiser:main",
+            "camera_ingest = cityseeker_ros.nodes.camera_ingest:main",
+            "airsim_bridge = cityseeker_ros.nodes.airsim_bridge:main",
         ],
     },
 )

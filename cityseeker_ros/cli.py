@@ -30,7 +30,6 @@ def _param(text: str) -> tuple[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cityseeker_ros.core.policies import POLICIES
     from cityseeker_ros.core.views import VIEW_SOURCES
 
     parser = argparse.ArgumentParser(prog="cityseeker", description=__doc__)
@@ -38,38 +37,56 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("benchmark", help="run a policy over a dataset and score it")
-    b.add_argument("--config", type=Path, help="YAML file of these options (flags given here win)")
-    b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
-    b.add_argument("--dataset", help="dataset format (default: auto-detect)")
-    b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
-    b.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE",
-                   help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
-    b.add_argument("--backend", help="VLM backend for --policy vlm (shorthand for --param backend=NAME)")
-    b.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
-    b.add_argument("--backend-param", action="append", type=_param, metavar="KEY=VALUE",
-                   help="VLM backend parameter (repeatable), e.g. quantization=quanto-int8 or base_url=URL")
-    b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
-    b.add_argument("--max-steps", type=int, help="step budget (default 35)")
-    b.add_argument("--limit", type=int, help="only the first K episodes")
-    b.add_argument("--workers", type=int, help="parallel processes (default 1)")
-    b.add_argument("--batch-size", type=int, help="episodes run in lockstep per process, so a VLM decides for all "
-                   "in one batched call (default 1)")
-    b.add_argument("--dtw-threshold", type=float, help="d_th for nDTW, metres (default 50)")
-    b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
-    b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
-                   help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
-    b.add_argument("--strategy", action="append", metavar="[oracle:]NAME[:K=V,...]",
-                   help="a BCR strategy under a supervisor (repeatable): B1, R3:n=5, oracle:B2 ... "
-                   "Strategies that read the route to the goal must be written oracle:NAME")
-    b.add_argument("--rounds", type=int, help="run each episode N times; retrieval (R1, R2) recalls the "
-                   "earlier rounds in the final one, which is the one scored (default 1)")
-    b.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
-    b.add_argument("--follow-hints", choices=("auto", "prompt", "force"),
-                   help="B3 hints: in the prompt for VLMs, taken directly by other policies (auto, default)")
-    b.add_argument("--memory", type=Path, help="SQLite memory file (default: memory.sqlite in --out)")
-    b.add_argument("--out", type=Path, help="output folder (required)")
+    _benchmark_options(b)
     b.add_argument("--no-progress", action="store_true")
 
+    run = sub.add_parser("run", help="start a node set over ROS 2 without ros2 launch (pip-only machines)")
+    run_sub = run.add_subparsers(dest="run_command", required=True)
+    rb = run_sub.add_parser("benchmark", help="benchmark.launch.py's nodes: the same results as `cityseeker "
+                            "benchmark`, over DDS on loopback",
+                            description="Start streetview_replay, vlm_decision, supervisor and evaluator as "
+                            "separate processes (or one with --single-process), run every task, write OUT like "
+                            "`cityseeker benchmark` and stop every process started.")
+    _benchmark_options(rb)
+    _runner_options(rb)
+    rc = run_sub.add_parser("camera", help="camera.launch.py's nodes: a camera and GNSS walk the tasks, AR guidance "
+                            "on /supervisor/guidance", description="Start graph_localiser, camera_ingest, "
+                            "vlm_decision, supervisor (live) and evaluator; walk each task where the fixes on "
+                            "--fix-topic go and write OUT like `cityseeker benchmark`.")
+    _benchmark_options(rc)
+    rc.add_argument("--source", default="video", help="frame source: video, equirect, rig, replay, rosbag, airsim")
+    rc.add_argument("--source-param", action="append", type=_param, metavar="KEY=VALUE", help="frame source setting")
+    rc.add_argument("--fix-topic", default="/fix", help="the device's NavSatFix topic (default /fix)")
+    _runner_options(rc)
+    ra = run_sub.add_parser("airsim", help="airsim.launch.py's nodes: a drone in AirSim behind the safety gate",
+                            description="Start airsim_bridge, graph_localiser, camera_ingest (yaw in place), "
+                            "vlm_decision, supervisor (live) and evaluator against a running AirSim.")
+    _benchmark_options(ra)
+    ra.add_argument("--host", default="127.0.0.1")
+    ra.add_argument("--port", type=int, default=41451)
+    ra.add_argument("--anchor", required=True, help="JSON: where AirSim's origin is in the world, e.g. "
+                    "'{\"lat\": 43.7384, \"lon\": 7.4246}'")
+    ra.add_argument("--motion", default="teleport", choices=("teleport", "fly"))
+    ra.add_argument("--safety-config", default="", help="YAML safety config (geofence, limits; required to fly)")
+    ra.add_argument("--altitude", type=float, default=0.0, help="goal altitude above home, metres")
+    ra.add_argument("--camera-param", action="append", type=_param, metavar="KEY=VALUE",
+                    help="airsim frame source setting (camera, host, port...)")
+    _runner_options(ra)
+    rg = run_sub.add_parser("bag", help="bag_eval.launch.py's processes: decide every step of a recorded run again",
+                            description="Play BAG's view sets and images into a fresh decision node with --policy, "
+                            "record its decisions into --out-bag, then compare them with the recorded ones "
+                            "(OUT_BAG.eval/redecide.json). `cityseeker bag eval BAG --data D` re-scores offline.")
+    rg.add_argument("bag", type=Path)
+    rg.add_argument("--out-bag", type=Path, required=True, help="bag to record the new decisions into (new)")
+    rg.add_argument("--policy", required=True)
+    rg.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE", help="policy parameter")
+    rg.add_argument("--data", default="", help="dataset, for a privileged policy")
+    rg.add_argument("--rate", type=float, default=1.0, help="playback rate (default 1: recorded timing)")
+    rg.add_argument("--views-topic", default="/supervisor/views")
+    rg.add_argument("--images-topic", default="/streetview_replay/images")
+    rg.add_argument("--settle", type=float, default=10.0, help="seconds after playback for the last decision")
+    rg.add_argument("--timeout", type=float)
+    rg.add_argument("--domain-id", type=int)
     a = sub.add_parser("ablate", help="run every policy under every set of BCR strategies (the paper's Table 3)",
                        description="Run each policy under each cell (a set of BCR strategies) into OUT/POLICY/CELL/ "
                        "(resumable: rerun the same command), then write OUT/ablation.json, .md and .html.")
@@ -138,7 +155,59 @@ def build_parser() -> argparse.ArgumentParser:
     ren.add_argument("--set", action="append", type=_param, default=[], metavar="KEY=VALUE",
                      help="render setting (difficulty knob), e.g. blur_sigma=1.5 or signs=false")
     ren.add_argument("--out", required=True, type=Path, help="PNG file to write")
+    from cityseeker_ros.bag.cli import add_parser as add_bag_parser
+
+    add_bag_parser(sub)
     return parser
+
+
+def _benchmark_options(b: argparse.ArgumentParser) -> None:
+    """The options of a benchmark run, shared by `benchmark` and `run benchmark`."""
+    from cityseeker_ros.core.policies import POLICIES
+    from cityseeker_ros.core.views import VIEW_SOURCES
+
+    b.add_argument("--config", type=Path, help="YAML file of these options (flags given here win)")
+    b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
+    b.add_argument("--dataset", help="dataset format (default: auto-detect)")
+    b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
+    b.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE",
+                   help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
+    b.add_argument("--backend", help="VLM backend for --policy vlm (shorthand for --param backend=NAME)")
+    b.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
+    b.add_argument("--backend-param", action="append", type=_param, metavar="KEY=VALUE",
+                   help="VLM backend parameter (repeatable), e.g. quantization=quanto-int8 or base_url=URL")
+    b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
+    b.add_argument("--max-steps", type=int, help="step budget (default 35)")
+    b.add_argument("--limit", type=int, help="only the first K episodes")
+    b.add_argument("--workers", type=int, help="parallel processes (default 1)")
+    b.add_argument("--batch-size", type=int, help="episodes run in lockstep per process, so a VLM decides for all "
+                   "in one batched call (default 1)")
+    b.add_argument("--dtw-threshold", type=float, help="d_th for nDTW, metres (default 50)")
+    b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
+    b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
+                   help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
+    b.add_argument("--strategy", action="append", metavar="[oracle:]NAME[:K=V,...]",
+                   help="a BCR strategy under a supervisor (repeatable): B1, R3:n=5, oracle:B2 ... "
+                   "Strategies that read the route to the goal must be written oracle:NAME")
+    b.add_argument("--rounds", type=int, help="run each episode N times; retrieval (R1, R2) recalls the "
+                   "earlier rounds in the final one, which is the one scored (default 1)")
+    b.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
+    b.add_argument("--follow-hints", choices=("auto", "prompt", "force"),
+                   help="B3 hints: in the prompt for VLMs, taken directly by other policies (auto, default)")
+    b.add_argument("--memory", type=Path, help="SQLite memory file (default: memory.sqlite in --out)")
+    b.add_argument("--out", type=Path, help="output folder (required)")
+
+
+def _runner_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--single-process", action="store_true", help="all nodes in one process, one "
+                   "single-threaded executor")
+    p.add_argument("--no-respawn", action="store_true", help="a dying decision node or evaluator ends the run "
+                   "instead of being restarted")
+    p.add_argument("--decision-timeout", type=float, default=10.0, help="seconds without a decision before "
+                   "the supervisor holds and reports (default 10)")
+    p.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
+    p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
+                   "leased on this host)")
 
 
 def _bbox(text: str) -> tuple[float, float, float, float]:
@@ -198,7 +267,18 @@ def load_options(path: Path, defaults: Optional[dict[str, Any]] = None) -> dict[
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
+    from cityseeker_ros.core.benchmark import Benchmark
+
+    config, out = benchmark_config(args)
+    summary = Benchmark(config).run(out, progress=not args.no_progress)
+    print(format_summary(summary))
+    print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
+    return 0
+
+
+def benchmark_config(args: argparse.Namespace):
+    """The run's BenchmarkConfig and output folder from the flags, over --config's YAML."""
+    from cityseeker_ros.core.benchmark import BenchmarkConfig
 
     options = dict(BENCHMARK_DEFAULTS)
     if args.config:
@@ -232,9 +312,45 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
                              rounds=options["rounds"], max_backtracks=options["max_backtracks"],
                              follow_hints=options["follow_hints"],
                              memory=str(options["memory"]) if options["memory"] else None)
-    summary = Benchmark(config).run(out, progress=not args.no_progress)
+    return config, out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from cityseeker_ros.ros import launcher, node_sets
+
+    if args.run_command == "bag":
+        report = launcher.run_bag(args.bag, args.out_bag, args.policy, dict(args.param or []), rate=args.rate,
+                                  views_topic=args.views_topic, images_topic=args.images_topic, data=args.data,
+                                  settle_s=args.settle, timeout_s=args.timeout, domain_id=args.domain_id)
+        agreement = report["agreement"]
+        print(f"{report['view_sets']} view sets decided again by {report['policy']}; "
+              f"{report['agreed']} of {report['compared']} agree with the recording"
+              + (f" ({100 * agreement:.1f}%)" if agreement is not None else ""))
+        print(f"decisions: {args.out_bag}; report: {args.out_bag}.eval/")
+        return 0
+    config, out = benchmark_config(args)
+    timeout = args.decision_timeout
+    if args.run_command == "benchmark":
+        def make(todo):
+            return node_sets.benchmark_nodes(config, out, todo, decision_timeout_s=timeout)
+    elif args.run_command == "camera":
+        def make(todo):
+            return node_sets.camera_nodes(config, out, todo, source=args.source,
+                                          source_params=dict(args.source_param or []), fix_topic=args.fix_topic,
+                                          decision_timeout_s=timeout)
+    else:
+        bridge = {"host": args.host, "port": args.port, "anchor": args.anchor, "motion": args.motion,
+                  "safety_config": args.safety_config}
+        camera = {"host": args.host, "port": args.port, "anchor": json.loads(args.anchor),
+                  **dict(args.camera_param or [])}
+
+        def make(todo):
+            return node_sets.airsim_nodes(config, out, todo, bridge=bridge, camera_params=camera,
+                                          altitude_m=args.altitude, decision_timeout_s=timeout)
+    summary = launcher.run_tasks_with(config, out, make, single_process=args.single_process,
+                                      respawn=not args.no_respawn, timeout_s=args.timeout, domain_id=args.domain_id)
     print(format_summary(summary))
-    print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
+    print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'} (node logs in {out / 'ros'})")
     return 0
 
 
@@ -435,8 +551,14 @@ WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": c
                   "info": cmd_world_info, "render": cmd_world_render}
 
 
-COMMANDS = {"benchmark": cmd_benchmark, "ablate": cmd_ablate, "report": cmd_report,
-            "validate": cmd_validate, "world": cmd_world}
+COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "report": cmd_report,
+            "validate": cmd_validate, "world": cmd_world, "bag": lambda args: _bag_run(args)}
+
+
+def _bag_run(args: argparse.Namespace) -> int:
+    from cityseeker_ros.bag.cli import run
+
+    return run(args)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 from cityseeker_ros import __version__
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.decisions import summarize_decisions
-from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, Action, Environment
+from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, Action, Environment, Observation, Trajectory
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.memory.store import MemoryKey, MemoryStore
@@ -153,13 +153,7 @@ class EpisodeRun:
             return None
 
     def note(self) -> None:
-        """Log the observation about to be acted on (once per step: retries show the same views)."""
-        obs = self.observation
-        if self.observed and self.observed[-1]["step"] == obs.step:
-            return
-        self.observed.append({"step": obs.step, "node": obs.node, "facing": round(obs.facing, 2),
-                              "views": [{"index": v.index, "heading": round(v.heading, 2),
-                                         "relative": v.relative.value} for v in obs.views]})
+        note_observation(self.observed, self.observation)
 
     def act(self) -> None:
         self.note()
@@ -173,41 +167,58 @@ class EpisodeRun:
             self.observation = self._guard(lambda: self.env.step(action).observation) or self.observation
 
     def record(self) -> dict[str, Any]:
-        world, episode, traj = self.world, self.episode, self.env.trajectory
-        solvable = world.solvable(episode, self.max_steps)
-        record = {
-            "episode_id": episode.episode_id,
-            "city": episode.city,
-            "category": episode.category,
-            "difficulty": episode.difficulty,
-            "seed": self.seed,
-            "path": traj.path,
-            "final_node": traj.path[-1],
-            "end_reason": traj.end_reason.value,
-            "steps": traj.steps,
-            "metrics": episode_metrics(world, episode, traj.path, solvable, dtw_threshold_m=self.dtw_threshold_m),
-            "solvable": solvable,
-            "instruction": episode.instruction,
-            "request": episode.request,
-            "start": episode.start,
-            "target": episode.target,
-            "stage_goals": list(episode.stage_goals),
-            "stage_goals_visited": _visited_in_order(traj.path, episode.stage_goals),
-            "reference_path": list(episode.reference_path),
-            "actions": traj.headings,
-            # Coordinates, so reports and failure analysis need nothing but this record.
-            "path_latlon": _latlon(world, traj.path),
-            "reference_latlon": _latlon(world, episode.reference_path),
-            "target_latlon": _latlon(world, [episode.target])[0],
-            "observed": self.observed,
-        }
-        if traj.error:
-            record["error"] = traj.error
-        decisions = self.policy.step_records()
-        if decisions:
-            record["decisions"] = decisions
-        record.update(self.policy.episode_extras())
-        return record
+        return episode_record(self.world, self.episode, self.seed, self.env.trajectory, self.observed,
+                              max_steps=self.max_steps, dtw_threshold_m=self.dtw_threshold_m,
+                              decisions=self.policy.step_records(), extras=self.policy.episode_extras())
+
+
+def note_observation(observed: list[dict[str, Any]], obs: Observation) -> None:
+    """Log the observation about to be acted on (once per step: retries show the same views)."""
+    if observed and observed[-1]["step"] == obs.step:
+        return
+    observed.append({"step": obs.step, "node": obs.node, "facing": round(obs.facing, 2),
+                     "views": [{"index": v.index, "heading": round(v.heading, 2),
+                                "relative": v.relative.value} for v in obs.views]})
+
+
+def episode_record(world: World, episode: Episode, seed: int, traj: Trajectory, observed: list[dict[str, Any]], *,
+                   max_steps: int, dtw_threshold_m: float, decisions: Sequence[dict[str, Any]] = (),
+                   extras: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """The episodes.jsonl record of one finished episode, wherever it ran (in process, or over
+    ROS where the supervisor node assembles the same inputs from messages)."""
+    solvable = world.solvable(episode, max_steps)
+    record = {
+        "episode_id": episode.episode_id,
+        "city": episode.city,
+        "category": episode.category,
+        "difficulty": episode.difficulty,
+        "seed": seed,
+        "path": traj.path,
+        "final_node": traj.path[-1],
+        "end_reason": traj.end_reason.value,
+        "steps": traj.steps,
+        "metrics": episode_metrics(world, episode, traj.path, solvable, dtw_threshold_m=dtw_threshold_m),
+        "solvable": solvable,
+        "instruction": episode.instruction,
+        "request": episode.request,
+        "start": episode.start,
+        "target": episode.target,
+        "stage_goals": list(episode.stage_goals),
+        "stage_goals_visited": _visited_in_order(traj.path, episode.stage_goals),
+        "reference_path": list(episode.reference_path),
+        "actions": traj.headings,
+        # Coordinates, so reports and failure analysis need nothing but this record.
+        "path_latlon": _latlon(world, traj.path),
+        "reference_latlon": _latlon(world, episode.reference_path),
+        "target_latlon": _latlon(world, [episode.target])[0],
+        "observed": observed,
+    }
+    if traj.error:
+        record["error"] = traj.error
+    if decisions:
+        record["decisions"] = list(decisions)
+    record.update(extras or {})
+    return record
 
 
 def _latlon(world: World, nodes: Sequence[str]) -> list[list[float]]:
@@ -314,13 +325,7 @@ class _Runner:
         assert self.memory is not None
         c = self.config
         keys = [MemoryKey(c.run_id(), self.worlds[city].episodes[i].episode_id, seed) for city, i, seed in tasks]
-        rounds: list[list[dict[str, Any]]] = []
-        for key in keys:
-            finished = {r.round: r.extra["record"] for r in self.memory.finished_rounds(key)}
-            done: list[dict[str, Any]] = []
-            while len(done) < c.rounds - 1 and len(done) in finished:  # the final round is never skipped:
-                done.append(finished[len(done)])  # its record is in episodes.jsonl once written
-            rounds.append(done)
+        rounds = [resumed_rounds(self.memory, key, c.rounds) for key in keys]
         for r in range(c.rounds):
             todo = [i for i, rs in enumerate(rounds) if len(rs) == r]
             runs = []
@@ -331,10 +336,20 @@ class _Runner:
             for i, run, record in zip(todo, runs, run_together(runs)):
                 run.policy.finish_round(record)  # type: ignore[attr-defined]
                 rounds[i].append(record)
-        return [_with_rounds(rs) for rs in rounds]
+        return [with_rounds(rs) for rs in rounds]
 
 
-def _with_rounds(records: list[dict[str, Any]]) -> dict[str, Any]:
+def resumed_rounds(memory: MemoryStore, key: MemoryKey, rounds: int) -> list[dict[str, Any]]:
+    """Records of the leading rounds the memory holds as finished (a resumed run skips them).
+    The final round is never skipped: its record is in episodes.jsonl once written."""
+    finished = {r.round: r.extra["record"] for r in memory.finished_rounds(key)}
+    done: list[dict[str, Any]] = []
+    while len(done) < rounds - 1 and len(done) in finished:
+        done.append(finished[len(done)])
+    return done
+
+
+def with_rounds(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The final round's record, with the earlier rounds summarised beside it."""
     final = dict(records[-1])
     if len(records) > 1:
@@ -367,80 +382,31 @@ class Benchmark:
         self.worlds = self.runner.worlds
 
     def tasks(self) -> list[tuple[str, int, int]]:
-        pairs = [(w.city, i) for w in self.worlds.values() for i in range(len(w.episodes))]
-        if self.config.limit is not None:
-            pairs = pairs[: self.config.limit]
-        return [(city, i, seed) for seed in self.config.seeds for city, i in pairs]
+        return run_tasks(self.config, self.worlds)
 
     def key(self, task: tuple[str, int, int]) -> tuple[str, int]:
         city, i, seed = task
         return self.worlds[city].episodes[i].episode_id, seed
 
     def manifest(self, command: Optional[str] = None) -> dict[str, Any]:
-        import networkx
-        import pyproj
-
-        c = self.config
-        return {
-            **asdict(c),
-            "data": str(Path(c.data).resolve()),
-            "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False))
-            or any(s.get("oracle") for s in c.strategies),
-            "oracle_strategies": [s["name"] for s in c.strategies if s.get("oracle")],
-            "run_id": c.run_id(),
-            "cities": sorted(self.worlds),
-            "synthetic": any(w.synthetic for w in self.worlds.values()),
-            "view_sources": self.runner.view_sources,
-            "data_files": {p: h for w in self.worlds.values() for p, h in w.source_files.items()},
-            "package_version": __version__,
-            "versions": {"python": platform.python_version(), "numpy": np.__version__,
-                         "networkx": networkx.__version__, "pyproj": pyproj.__version__},
-            "command": command or " ".join(sys.argv),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-
-    def _check_resume(self, out: Path, manifest: dict[str, Any]) -> None:
-        path = out / CONFIG_FILE
-        if not path.exists():
-            return
-        try:
-            previous = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc.msg}); use a new --out") from None
-        changed = [k for k in RESULT_DEFINING if previous.get(k) != manifest[k]]
-        if changed:
-            details = "; ".join(f"{k}: {previous.get(k)!r} -> {manifest[k]!r}" for k in changed)
-            raise ConfigError(f"{out} holds a run with different settings ({details}); "
-                              "use a new --out or the same settings to resume")
+        return run_manifest(self.config, self.worlds, self.runner.view_sources, command)
 
     def run(self, out_dir: Path, progress: bool = True, command: Optional[str] = None) -> dict[str, Any]:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         if self.config.supervised and self.config.memory is None:
             self.config.memory = str((out / MEMORY_FILE).resolve())
-        manifest = self.manifest(command)
-        self._check_resume(out, manifest)
-        write_json_atomic(out / CONFIG_FILE, manifest)
         tasks = self.tasks()
-        with EpisodeLog(out / EPISODES_FILE) as log:
-            done = {(r["episode_id"], r["seed"]) for r in log.records}
-            todo = [t for t in tasks if self.key(t) not in done]
+        with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks]) as output:
+            todo = [t for t in tasks if self.key(t) not in output.done]
             bar = _progress(len(tasks), len(tasks) - len(todo), progress)
             try:
                 for record in self._execute(todo):
-                    log.append(record)
+                    output.add(record)
                     bar.update(1)
             finally:
                 bar.close()
-            wanted = {self.key(t) for t in tasks}
-            records = [r for r in log.records if (r["episode_id"], r["seed"]) in wanted]
-        summary = summarize(records)
-        summary["end_reasons"] = _count(r["end_reason"] for r in records)
-        if any("decisions" in r for r in records):
-            summary["decisions"] = summarize_decisions(records)
-        summary["config"] = manifest
-        write_json_atomic(out / SUMMARY_FILE, summary)
-        return summary
+            return output.write_summary()
 
     def _execute(self, todo: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
         size = self.config.batch_size
@@ -455,6 +421,108 @@ class Benchmark:
             # imap keeps task order, so the log is written in the same order as a serial run.
             for records in pool.imap(_worker_run, groups, chunksize=max(1, 4 // size)):
                 yield from records
+
+
+def run_tasks(config: BenchmarkConfig, worlds: dict[str, World]) -> list[tuple[str, int, int]]:
+    """(city, episode index, seed) in run order: every episode for the first seed, then the next."""
+    pairs = [(w.city, i) for w in worlds.values() for i in range(len(w.episodes))]
+    if config.limit is not None:
+        pairs = pairs[: config.limit]
+    return [(city, i, seed) for seed in config.seeds for city, i in pairs]
+
+
+def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources: dict[str, Any],
+                 command: Optional[str] = None) -> dict[str, Any]:
+    """config.json: the settings, what the data and pixels were, versions; written next to the results."""
+    import networkx
+    import pyproj
+
+    c = config
+    return {
+        **asdict(c),
+        "data": str(Path(c.data).resolve()),
+        "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False))
+        or any(s.get("oracle") for s in c.strategies),
+        "oracle_strategies": [s["name"] for s in c.strategies if s.get("oracle")],
+        "run_id": c.run_id(),
+        "cities": sorted(worlds),
+        "synthetic": any(w.synthetic for w in worlds.values()),
+        "view_sources": view_sources,
+        "data_files": {p: h for w in worlds.values() for p, h in w.source_files.items()},
+        "package_version": __version__,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                     "networkx": networkx.__version__, "pyproj": pyproj.__version__},
+        "command": command or " ".join(sys.argv),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def check_resume(out: Path, manifest: dict[str, Any]) -> None:
+    """A folder that holds a run with other result-defining settings is never appended to."""
+    path = out / CONFIG_FILE
+    if not path.exists():
+        return
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg}); use a new --out") from None
+    changed = [k for k in RESULT_DEFINING if previous.get(k) != manifest[k]]
+    if changed:
+        details = "; ".join(f"{k}: {previous.get(k)!r} -> {manifest[k]!r}" for k in changed)
+        raise ConfigError(f"{out} holds a run with different settings ({details}); "
+                          "use a new --out or the same settings to resume")
+
+
+class RunOutput:
+    """An output folder being filled, by `Benchmark.run` or by the evaluator node: config.json
+    checked against a run it may resume and written, records appended to episodes.jsonl (each
+    (episode, seed) once), summary.json over the wanted tasks in log order."""
+
+    def __init__(self, out: Path, manifest: dict[str, Any], wanted: Sequence[tuple[str, int]]) -> None:
+        self.out, self.manifest, self.wanted = Path(out), manifest, set(wanted)
+        self.out.mkdir(parents=True, exist_ok=True)
+        check_resume(self.out, manifest)
+        write_json_atomic(self.out / CONFIG_FILE, manifest)
+        self.log = EpisodeLog(self.out / EPISODES_FILE)
+        self.done = {(r["episode_id"], r["seed"]) for r in self.log.records}
+
+    @property
+    def complete(self) -> bool:
+        return self.wanted <= self.done
+
+    def add(self, record: dict[str, Any]) -> bool:
+        """Append a record; False (and nothing written) when its (episode, seed) is already there."""
+        key = (record["episode_id"], record["seed"])
+        if key in self.done:
+            return False
+        self.log.append(record)
+        self.done.add(key)
+        return True
+
+    def write_summary(self) -> dict[str, Any]:
+        records = [r for r in self.log.records if (r["episode_id"], r["seed"]) in self.wanted]
+        summary = run_summary(records, self.manifest)
+        write_json_atomic(self.out / SUMMARY_FILE, summary)
+        return summary
+
+    def close(self) -> None:
+        self.log.close()
+
+    def __enter__(self) -> RunOutput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_summary(records: Sequence[dict[str, Any]], manifest: dict[str, Any]) -> dict[str, Any]:
+    """summary.json of a run's records."""
+    summary = summarize(records)
+    summary["end_reasons"] = _count(r["end_reason"] for r in records)
+    if any("decisions" in r for r in records):
+        summary["decisions"] = summarize_decisions(records)
+    summary["config"] = manifest
+    return summary
 
 
 def _count(values) -> dict[str, int]:

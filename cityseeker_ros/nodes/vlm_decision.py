@@ -31,9 +31,10 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.policies import Policy, make_policy
+from cityseeker_ros.core.policies.base import PromptContext
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.parameters import VLM_DECISION, declare
+from cityseeker_ros.ros.parameters import VLM_DECISION, declare, policy_params
 from cityseeker_ros.ros.schema import DecisionMsg, Stamp, ViewSetMsg, parse
 
 ImageKey = tuple[tuple[int, int], str]  # ((sec, nanosec) of the view set's stamp, frame id)
@@ -61,6 +62,14 @@ class VlmDecisionNode(LifecycleNode):
         self._reset_state()
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         self.create_timer(float(self.get_parameter("diagnostics_period_s").value), self._publish_diagnostics)
+        if self.get_parameter("autostart").value:
+            self._autostart = self.create_timer(0.0, self._start_up)
+
+    def _start_up(self) -> None:
+        """autostart: configure, then activate, once the executor runs (as a lifecycle manager would)."""
+        self.destroy_timer(self._autostart)
+        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
 
     def _reset_state(self) -> None:
         self._latest: Optional[ViewSetMsg] = None  # the newest view set received
@@ -82,6 +91,8 @@ class VlmDecisionNode(LifecycleNode):
             params = json.loads(self.get_parameter("policy_params").value or "{}")
             if not isinstance(params, dict):
                 raise ConfigError(f"policy_params must be a JSON object, got {params!r}")
+            params = policy_params(params, str(self.get_parameter("backend").value),
+                                   str(self.get_parameter("model").value))
             policy = make_policy(self._policy_name, **params)
             if policy.privileged:
                 self._load_world()
@@ -225,8 +236,12 @@ class VlmDecisionNode(LifecycleNode):
                 self._episode_key = task.key()
                 policy.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
             decoded = {frame: convert.image_from_msg(msg) for frame, msg in images.items()}
-            decision = policy.decide(convert.view_set_to_observation(view_set, decoded))
-            return convert.decision_to_msg(decision, view_set, self._policy_name, time.perf_counter() - start)
+            logged = len(policy.step_records())
+            context = PromptContext(**view_set.context) if view_set.context else None
+            decision = policy.decide(convert.view_set_to_observation(view_set, decoded), context)
+            msg = convert.decision_to_msg(decision, view_set, self._policy_name, time.perf_counter() - start)
+            msg.records = policy.step_records()[logged:]
+            return msg
         except Exception as exc:
             return convert.failed_decision_msg(f"{type(exc).__name__}: {exc}", view_set, self._policy_name,
                                                time.perf_counter() - start)

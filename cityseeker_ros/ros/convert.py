@@ -26,8 +26,18 @@ from cityseeker_ros.core.airsim.frames import compass_to_enu_yaw, quat_from_yaw
 from cityseeker_ros.core.directions import RelativeDirection
 from cityseeker_ros.core.environment import STOP, Action, Observation, View, move, retrace
 from cityseeker_ros.core.episode import Episode
+from cityseeker_ros.core.guidance import Guidance
 from cityseeker_ros.core.policies.base import Decision
-from cityseeker_ros.ros.schema import ActionField, DecisionMsg, Record, Stamp, Task, ViewEntry, ViewSetMsg
+from cityseeker_ros.ros.schema import (
+    ActionField,
+    DecisionMsg,
+    GuidanceMsg,
+    Record,
+    Stamp,
+    Task,
+    ViewEntry,
+    ViewSetMsg,
+)
 
 IMAGE_FORMATS = {"jpeg": "JPEG", "png": "PNG"}
 
@@ -191,3 +201,14 @@ def diagnostic_status(name: str, level: str, message: str, values: Mapping[str, 
                       hardware_id: str = "") -> DiagnosticStatus:
     return DiagnosticStatus(level=LEVELS[level], name=name, message=message, hardware_id=hardware_id,
                             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+
+# -- guidance ----------------------------------------------------------------------------------
+
+def guidance_msg(guidance: Guidance, view_set: ViewSetMsg, stamp: Stamp) -> GuidanceMsg:
+    """core.guidance.Guidance for the view set it answers (its text is the reason shown)."""
+    return GuidanceMsg(stamp=stamp, view_set_id=view_set.view_set_id, episode_id=view_set.task.episode_id,
+                       action=guidance.action, node=guidance.node, next_node=guidance.next_node,
+                       heading_deg=guidance.heading_deg, relative_deg=guidance.relative_deg,
+                       direction=guidance.direction, distance_m=guidance.distance_m, reason=guidance.text,
+                       confidence=guidance.confidence)

@@ -3,10 +3,13 @@ while the node runs. Nodes declare exactly these (with descriptors); config/*.ya
 and the launch files' static check read the same table without importing rclpy."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from cityseeker_ros.core.benchmark import BenchmarkConfig
 from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
+from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
 
 
@@ -51,20 +54,178 @@ VLM_DECISION = (
     ParamSpec("policy", "random", "policy name from the core registry (random, forward, vlm, ocr-embed...)",
               read_only=False),
     ParamSpec("policy_params", "{}", "JSON object of the policy's settings (backend, model...)", read_only=False),
+    ParamSpec("backend", "", "VLM backend (shorthand for policy_params backend; '' leaves it)", read_only=False),
+    ParamSpec("model", "", "model path or served model name (shorthand for policy_params model)", read_only=False),
     ParamSpec("data", "", "dataset folder, needed only by privileged policies (oracle)", read_only=False),
     ParamSpec("dataset", "auto", "dataset format of `data`", read_only=False),
     ParamSpec("max_views", 8, "images kept per view set on the images subscription (history depth)",
               read_only=False),
     ParamSpec("image_timeout_s", 10.0, "a view set whose images have not all arrived by then is answered "
               "with an error", read_only=False),
+    ParamSpec("autostart", False, "configure and activate at start-up, for runs without a supervisor to manage "
+              "the lifecycle (bag_eval)"),
+    ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
+# A benchmark run's settings (core BenchmarkConfig), shared by the supervisor and the evaluator so
+# both derive the same run id, strategies and config.json as `cityseeker benchmark`.
+RUN = (
+    ParamSpec("data", "", "dataset folder: one CitySeeker city or world folder, or a folder of them"),
+    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
+    ParamSpec("policy", "random", "the decision node's policy name (recorded; chooses how hints are followed)"),
+    ParamSpec("policy_params", "{}", "JSON object of the policy's settings (recorded in config.json)"),
+    ParamSpec("backend", "", "VLM backend (shorthand for policy_params backend; '' leaves it)"),
+    ParamSpec("model", "", "model path or served model name (shorthand for policy_params model)"),
+    ParamSpec("seeds", [0], "seeds to run every episode with"),
+    ParamSpec("limit", 0, "run only the first N episodes (0: all)"),
+    ParamSpec("tasks", "", "JSON list of [episode_id, seed] pairs to run, in order; '' = episodes x seeds "
+              "(the runner passes the tasks a resumed run still needs)"),
+    ParamSpec("max_steps", DEFAULT_MAX_STEPS, "step budget per episode (must match the world node's)"),
+    ParamSpec("max_invalid_retries", 2, "invalid actions in a row before the episode ends (the world node's)"),
+    ParamSpec("dtw_threshold_m", DEFAULT_DTW_THRESHOLD_M, "d_th of the standard nDTW, metres"),
+    ParamSpec("views", "", "view source name of the run ('' headings only), recorded in config.json"),
+    ParamSpec("view_params", "{}", "JSON object of the view source's settings"),
+    ParamSpec("strategies", "[]", "JSON list of BCR strategies: \"B1\", \"oracle:B2\", \"R3:k=3\" or "
+              "{\"name\": \"B2\", \"oracle\": true}"),
+    ParamSpec("rounds", 1, "rounds per episode (C and R strategies remember earlier rounds)"),
+    ParamSpec("max_backtracks", 3, "backtracks per round at most"),
+    ParamSpec("follow_hints", "auto", "auto, prompt or force: how a B3 hint reaches the policy"),
+    ParamSpec("memory", "", "SQLite memory file of a supervised run (required with strategies or rounds > 1)"),
+)
+
+SUPERVISOR = RUN + (
+    ParamSpec("mode", "replay", "what a decision becomes: replay (an action for the world node), vehicle "
+              "(a motion goal for a vehicle bridge) or guidance (AR guidance for a walking user)"),
+    ParamSpec("world_node", "/streetview_replay", "node serving view sets (views, images, episode, action)"),
+    ParamSpec("decision_node", "/vlm_decision", "the lifecycle decision node"),
+    ParamSpec("manage_decision_node", True, "configure and activate the decision node, also after it restarts"),
+    ParamSpec("decision_timeout_s", 10.0, "no decision within this long: hold, report, and wait for the node"),
+    ParamSpec("select_timeout_s", 10.0, "repeat an episode selection the world node has not started by then"),
+    ParamSpec("heartbeat_rate_hz", 10.0, "rate of ~/heartbeat; vehicles move only while it is alive"),
+    ParamSpec("altitude_m", 0.0, "goal altitude above home in vehicle mode (a drone's cruise height)"),
+    ParamSpec("frame_id", "map", "frame of the markers"),
+    ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
+EVALUATOR = RUN + (
+    ParamSpec("out", "", "output folder: episodes.jsonl, summary.json and config.json, as `cityseeker benchmark`"),
+    ParamSpec("supervisor_node", "/supervisor", "node publishing the outcomes"),
+    ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
+AIRSIM_BRIDGE = (
+    ParamSpec("host", "127.0.0.1", "AirSim API server host"),
+    ParamSpec("port", 41451, "AirSim API server port (settings.json ApiServerPort)"),
+    ParamSpec("client", "auto", "AirSim client library: auto, airsim or cosysairsim"),
+    ParamSpec("vehicle", "", "AirSim vehicle name ('' = the first vehicle; sim/airsim/settings.json names 'drone')"),
+    ParamSpec("rpc_timeout_s", 5.0, "RPC timeout of the control link (holds, state, images)"),
+    ParamSpec("motion_timeout_s", 600.0, "RPC timeout of the motion link (a move blocks until it arrives)"),
+    ParamSpec("connect_timeout_s", 2.0, "TCP probe timeout when (re)connecting"),
+    ParamSpec("reconnect_period_s", 2.0, "seconds between reconnection attempts while the link is down"),
+    ParamSpec("anchor", "", "JSON object placing the AirSim origin on the Earth (required): "
+              '{"lat": .., "lon": .., "alt": 0, "yaw_offset_deg": 0}'),
+    ParamSpec("motion", "teleport", "motion mode: teleport (simSetVehiclePose, reproducible) or fly "
+              "(moveToPosition/rotateToYaw through the flight controller)"),
+    ParamSpec("motion_params", "{}", "JSON object of the motion mode's settings, e.g. "
+              '{"max_speed_mps": 3, "max_yaw_rate_dps": 45, "altitude_m": 2.5}'),
+    ParamSpec("velocity_period_s", 0.5, "a velocity command is flown in slices this long, re-sent while it stands"),
+    ParamSpec("safety_config", "", "YAML/JSON file of the safety gate (core.safety.SafetyConfig: geofence, "
+              "limits, decision_timeout_s, heartbeat_timeout_s); required for fly, optional for teleport"),
+    ParamSpec("control_rate_hz", 20.0, "rate of the control step (gate tick, holds)"),
+    ParamSpec("state_rate_hz", 10.0, "rate of ~/fix and ~/odom"),
+    ParamSpec("state_from_pose", False, "read the state from simGetVehiclePose (any vehicle, ComputerVision "
+              "mode) instead of getMultirotorState (no velocity then)"),
+    ParamSpec("camera", "", "AirSim camera to publish on ~/image ('' = no images)"),
+    ParamSpec("image_rate_hz", 2.0, "rate of ~/image (and ~/depth)"),
+    ParamSpec("image_format", "jpeg", "~/image encoding: raw (sensor_msgs/Image rgb8), or jpeg/png "
+              "(sensor_msgs/CompressedImage)"),
+    ParamSpec("depth", False, "also publish ~/depth (32FC1 metres, DepthPerspective)"),
+    ParamSpec("raw_channel_order", "bgr", "channel order of uncompressed AirSim images (rgb under Vulkan)"),
+    ParamSpec("frame_id", "map", "odometry frame: ENU metres about the anchor (REP 103)"),
+    ParamSpec("child_frame_id", "base_link", "vehicle body frame (FLU), also the fix and camera frame"),
+    ParamSpec("safety_period_s", 1.0, "~/safety is republished this often, and on every change"),
+    ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
+GRAPH_LOCALISER = (
+    ParamSpec("data", "", "dataset folder with the street graph: a CitySeeker city or world folder, or several"),
+    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
+    ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
+    ParamSpec("input", "fix", "what to localise: fix (sensor_msgs/NavSatFix on `fix`) or odom (nav_msgs/Odometry "
+              "on `odom`)"),
+    ParamSpec("odom_origin", "", "'lat,lon' of the odometry frame's (0, 0); '' is the street graph's map origin "
+              "(the plane streetview_replay's ~/pose uses)"),
+    ParamSpec("snap_radius_m", 15.0, "within this distance of its node the vehicle is on-node"),
+    ParamSpec("hysteresis_m", 5.0, "another node must be closer by this much to take over (no flicker)"),
+    ParamSpec("off_graph_m", 30.0, "farther than this from every node the vehicle is off-graph"),
+    ParamSpec("confirm_fixes", 3, "consecutive fixes another node must win before it takes over"),
+    ParamSpec("min_motion_m", 2.0, "motion needed before the bearing of motion is taken as the heading"),
+    ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
+CAMERA_INGEST = (
+    ParamSpec("source", "replay", "frame source name (video, equirect, rig, rosbag, replay, airsim, topic)"),
+    ParamSpec("source_params", "{}", "JSON object of the frame source's settings"),
+    ParamSpec("data", "", "dataset folder with the street graph (needed by replay; gives node positions)"),
+    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
+    ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
+    ParamSpec("max_steps", DEFAULT_MAX_STEPS, "view sets per run at most (the step budget)"),
+    ParamSpec("image_format", "jpeg", "view image encoding on the wire: jpeg or png"),
+    ParamSpec("jpeg_quality", 90, "JPEG quality, 1-100"),
+    ParamSpec("max_views", 8, "images kept per view set on the images topic (history depth)"),
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
 )
 
 # Node names as the executables name them by default (and config/<name>.yaml's top-level key).
 NODES: dict[str, tuple[ParamSpec, ...]] = {
     "streetview_replay": STREETVIEW_REPLAY,
+    "graph_localiser": GRAPH_LOCALISER,
+    "camera_ingest": CAMERA_INGEST,
     "vlm_decision": VLM_DECISION,
+    "airsim_bridge": AIRSIM_BRIDGE,
+    "supervisor": SUPERVISOR,
+    "evaluator": EVALUATOR,
 }
+
+
+def policy_params(params: dict[str, Any], backend: str, model: str) -> dict[str, Any]:
+    """policy_params with the backend and model shorthands (as the CLI's --backend and --model)."""
+    return {**params, **({"backend": backend} if backend else {}), **({"model": model} if model else {})}
+
+
+def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str, int]]]:
+    """A RUN table's values -> the run's BenchmarkConfig and explicit tasks ([] = episodes x seeds).
+    Errors name the parameter."""
+    from cityseeker_ros.core.supervisor import parse_strategy
+
+    def parsed(name: str, kind: type) -> Any:
+        text = values[name]
+        try:
+            value = json.loads(text) if text else kind()
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"parameter {name}: not JSON ({exc.msg}): {text!r}") from None
+        if not isinstance(value, kind):
+            raise ConfigError(f"parameter {name}: expected a JSON {kind.__name__}, got {text!r}")
+        return value
+
+    strategies = [parse_strategy(s) if isinstance(s, str) else s for s in parsed("strategies", list)]
+    tasks = parsed("tasks", list)
+    if not all(isinstance(t, list) and len(t) == 2 and isinstance(t[0], str) and isinstance(t[1], int)
+               for t in tasks):
+        raise ConfigError(f"parameter tasks: expected [[episode_id, seed], ...], got {values['tasks']!r}")
+    if not values["data"]:
+        raise ConfigError("parameter data is required: a dataset folder")
+    config = BenchmarkConfig(
+        data=values["data"], policy=values["policy"], dataset=values["dataset"],
+        policy_params=policy_params(parsed("policy_params", dict), values["backend"], values["model"]),
+        seeds=[int(s) for s in values["seeds"]],
+        max_steps=int(values["max_steps"]), max_invalid_retries=int(values["max_invalid_retries"]),
+        limit=int(values["limit"]) or None, dtw_threshold_m=float(values["dtw_threshold_m"]),
+        views=values["views"] or None, view_params=parsed("view_params", dict), strategies=strategies,
+        rounds=int(values["rounds"]), max_backtracks=int(values["max_backtracks"]),
+        follow_hints=values["follow_hints"], memory=values["memory"] or None)
+    config.validate()
+    return config, [(t[0], t[1]) for t in tasks]
 
 
 def declare(node, specs: tuple[ParamSpec, ...]) -> None:

@@ -25,3 +25,12 @@ CAMERA = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Reliab
 # /diagnostics as diagnostic_aggregator and rqt expect it.
 DIAGNOSTICS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
+
+# Finished tasks for the evaluator: none may be lost, and an evaluator that starts or restarts
+# late must still get every one (it skips those it already wrote), so history is deep.
+OUTCOMES = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+# The supervisor's heartbeat: only its arrival matters, a late one is worthless.
+HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
+                       durability=DurabilityPolicy.VOLATILE)

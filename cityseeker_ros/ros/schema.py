@@ -116,6 +116,9 @@ class ViewSetMsg(Record):
     feedback: Optional[str] = None  # why the previous action was rejected
     views: list[ViewEntry] = Field(default_factory=list)
     done: bool = False  # the episode has ended: nothing to decide
+    # The supervisor's BCR prompt slots (core PromptContext: backtrack, surroundings, history);
+    # set only on the view sets the supervisor forwards to the decision node.
+    context: Optional[dict[str, Optional[str]]] = None
 
     def image_frames(self) -> list[str]:
         return [v.frame_id for v in self.views if v.frame_id is not None]
@@ -134,6 +137,9 @@ class DecisionMsg(Record):
     error: Optional[str] = None  # the policy or its backend failed: the episode ends with `error`
     policy: str
     latency_s: float  # decision time on the worker, images decoded included
+    # The policy's own per-decision log (prompt hash, raw reply...: Policy.step_records) for
+    # this decision, so an evaluator writes the same "decisions" as an in-process run.
+    records: list[dict[str, Any]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_outcome(self) -> DecisionMsg:
@@ -184,6 +190,130 @@ class EpisodeMsg(Record):
     solvable: Optional[bool] = None
     metrics: Optional[dict[str, float]] = None
     map_origin: Optional[MapOrigin] = None
+
+
+class GoalField(BaseModel):
+    """core.safety.commands.Goal: go to a position (alt_m above home; heading clockwise from north)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["goal"] = "goal"
+    lat: float
+    lon: float
+    alt_m: float = 0.0
+    heading_deg: Optional[float] = None
+    speed_m_s: Optional[float] = None
+
+
+class VelocityField(BaseModel):
+    """core.safety.commands.Velocity: local ENU (REP 103), yaw rate positive counter-clockwise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["velocity"] = "velocity"
+    east_m_s: float
+    north_m_s: float
+    up_m_s: float = 0.0
+    yaw_rate_deg_s: float = 0.0
+
+
+class HoldField(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["hold"] = "hold"
+
+
+class CommandMsg(Record):
+    """A motion command from the supervisor to a vehicle bridge (AirSim, a real airframe). The
+    bridge passes it through core.safety.SafetyGate before anything moves."""
+
+    kind: Literal["command"] = "command"
+    stamp: Stamp
+    command: Union[GoalField, VelocityField, HoldField] = Field(discriminator="type")
+    reason: str = ""  # why: the decision's rationale, or why the supervisor holds
+    view_set_id: Optional[str] = None  # the view set the decision answered
+
+
+class SafetyMsg(Record):
+    """What a bridge's safety gate let through, latched: code (core.safety.codes) and reason."""
+
+    kind: Literal["safety"] = "safety"
+    stamp: Stamp
+    moving: bool
+    code: str
+    reason: str
+    estop: bool = False
+
+
+class WalkableField(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    heading_deg: float
+    relative_deg: Optional[float] = None  # to the vehicle heading, positive clockwise
+    direction: Optional[str] = None  # core.directions.RelativeDirection value
+    target: Optional[str] = None  # the node a move along it leads to
+
+
+class LocationMsg(Record):
+    """core.localisation.Localisation: where on the street graph the vehicle is."""
+
+    kind: Literal["location"] = "location"
+    stamp: Stamp
+    status: Literal["on-node", "between", "off-graph", "no-fix"]
+    node: Optional[str] = None
+    distance_m: Optional[float] = None
+    heading_deg: Optional[float] = None
+    heading_source: Optional[str] = None
+    walkable: list[WalkableField] = Field(default_factory=list)
+    lat: Optional[float] = None
+    lon: Optional[float] = None
+    reason: str = ""
+
+
+class GuidanceMsg(Record):
+    """What an AR device shows a walking user: which way to go relative to where the device
+    points, how far to the next node, and why."""
+
+    kind: Literal["guidance"] = "guidance"
+    stamp: Stamp
+    view_set_id: str
+    episode_id: str
+    action: Literal["move", "stop", "back"]
+    node: str
+    next_node: Optional[str] = None
+    heading_deg: Optional[float] = None  # absolute, clockwise from north
+    relative_deg: Optional[float] = None  # to the device heading, -180..180, positive clockwise
+    direction: Optional[str] = None  # core.directions.RelativeDirection value of relative_deg
+    distance_m: Optional[float] = None  # to the next node
+    reason: str = ""
+    confidence: Optional[float] = None
+
+
+class OutcomeMsg(Record):
+    """A finished task from the supervisor to the evaluator: the episodes.jsonl record exactly as
+    an in-process run writes it. Published reliable and transient-local with a deep history, so
+    an evaluator that starts or restarts late still receives every outcome."""
+
+    kind: Literal["outcome"] = "outcome"
+    index: int  # position in the run's task list
+    total: int
+    record: dict[str, Any]
+
+
+class SupervisorStatusMsg(Record):
+    """What the supervisor is doing, latched: for operators, the runner and tests."""
+
+    kind: Literal["supervisor_status"] = "supervisor_status"
+    state: Literal["starting", "selecting", "running", "holding", "finished"]
+    reason: str = ""
+    episode_id: Optional[str] = None
+    seed: Optional[int] = None
+    round: Optional[int] = None
+    step: Optional[int] = None
+    done: int = 0  # tasks finished
+    total: int = 0
+    holds: int = 0  # times the supervisor held because no decision came
 
 
 def as_dict(record: Record) -> dict[str, Any]:

@@ -1,0 +1,156 @@
+"""`cityseeker bag record | play | eval`.
+
+record and play need rclpy, which loads only in a process started with the ROS environment
+(cityseeker_ros/ros/env.py): when this process lacks it, it replaces itself (same PID, so
+Ctrl-C and `kill PID` reach the recorder) by `python -m cityseeker_ros.bag.recorder|player`
+with the same arguments under `ros_env()`. eval reads the bag file alone and never needs ROS.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
+from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS
+
+RECORDER = "cityseeker_ros.bag.recorder"
+PLAYER = "cityseeker_ros.bag.player"
+DEFAULT_CLOCK_HZ = 40.0  # ros2 bag play's /clock rate
+
+
+def add_parser(sub: Any) -> None:
+    """Add `bag` and its sub-commands to the `cityseeker` parser's sub-parsers."""
+    from cityseeker_ros.cli import _param
+
+    bag = sub.add_parser("bag", help="record, play and evaluate rosbag2 bags (MCAP or sqlite3)")
+    bsub = bag.add_subparsers(dest="bag_command", required=True)
+    add_record_arguments(bsub.add_parser("record", help="record the stack's topics into a bag (Ctrl-C stops)"))
+    add_play_arguments(bsub.add_parser("play", help="publish a bag's messages with their recorded timing"))
+    ev = bsub.add_parser("eval", help="re-score a recorded run, or re-decide its steps with another policy")
+    ev.add_argument("bag", type=Path)
+    ev.add_argument("--data", type=Path, required=True, help="the dataset the run used")
+    ev.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
+    ev.add_argument("--out", type=Path, help="write episodes.jsonl, summary.json, comparison.json (and the "
+                    "re-decision files) here")
+    ev.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="the replay's step budget (default 35)")
+    ev.add_argument("--dtw-threshold", type=float, default=DEFAULT_DTW_THRESHOLD_M,
+                    help="the replay's d_th for nDTW, metres (default 50)")
+    ev.add_argument("--episode-topic", default="/streetview_replay/episode")
+    ev.add_argument("--decision-topic", default="/vlm_decision/decision")
+    ev.add_argument("--redecide", metavar="POLICY", help="decide every recorded view set again with POLICY")
+    ev.add_argument("--policy-param", action="append", type=_param, default=[], metavar="KEY=VALUE",
+                    help="parameter of the --redecide policy (repeatable; VALUE parsed as JSON when it can be)")
+    ev.add_argument("--views-topic", help="view sets to re-decide (default /supervisor/views when recorded, "
+                    "else /streetview_replay/views)")
+    ev.add_argument("--images-topic", default="/streetview_replay/images")
+
+
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    from cityseeker_ros.bag.storage import STORAGES
+
+    parser.add_argument("out", type=Path, help="bag folder to create (must not exist)")
+    parser.add_argument("--topics", nargs="+", metavar="TOPIC[:pkg/msg/Type]",
+                        help="topics to record (default: the benchmark's topics, docs/bags.md); a topic of "
+                        "unknown type takes its type from the graph")
+    parser.add_argument("--storage", default="mcap", help=f"one of: {', '.join(STORAGES.names())} (default mcap)")
+    parser.add_argument("--duration", type=float, help="stop after this many seconds")
+
+
+def _clock_hz(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--clock rate must be > 0 Hz, got {text}")
+    return value
+
+
+def add_play_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("bag", type=Path, help="bag folder (or its .mcap / .db3 file)")
+    parser.add_argument("--rate", type=float, default=1.0,
+                        help="1 = recorded timing, 2 = twice as fast, 0 = as fast as subscribers take them")
+    parser.add_argument("--clock", type=_clock_hz, nargs="?", const=DEFAULT_CLOCK_HZ, default=None, metavar="HZ",
+                        help=f"publish /clock from the recorded time (HZ between messages; {DEFAULT_CLOCK_HZ:g})")
+    parser.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
+    parser.add_argument("--wait-for-subscribers", type=float, default=0.0, metavar="S",
+                        help="wait up to S seconds for every played topic to have a subscriber (a recorder)")
+    parser.add_argument("--ack-timeout", type=float, default=2.0, metavar="S",
+                        help="longest wait for subscribers to acknowledge a message before the next on its topic")
+
+
+def _module_argv(args: argparse.Namespace) -> list[str]:
+    """The recorder's or player's own command line for these parsed options."""
+    if args.bag_command == "record":
+        argv = [str(args.out), "--storage", args.storage]
+        if args.duration is not None:
+            argv += ["--duration", repr(args.duration)]
+    else:
+        argv = [str(args.bag), "--rate", repr(args.rate), "--wait-for-subscribers", repr(args.wait_for_subscribers),
+                "--ack-timeout", repr(args.ack_timeout)]
+        if args.clock is not None:
+            argv += ["--clock", repr(args.clock)]
+    if args.topics:
+        argv += ["--topics", *args.topics]
+    return argv
+
+
+def _in_ros_env(args: argparse.Namespace) -> int:
+    from cityseeker_ros.ros import env as ros
+
+    if not ros.env_ready():
+        module = RECORDER if args.bag_command == "record" else PLAYER
+        sys.stdout.flush()
+        os.execve(sys.executable, ros.python_module_command(module, *_module_argv(args)), ros.ros_env())
+    if args.bag_command == "record":
+        from cityseeker_ros.bag.recorder import record
+
+        return record(args)
+    from cityseeker_ros.bag.player import play
+
+    return play(args)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from cityseeker_ros.bag import evaluate
+
+    result = evaluate.rescore(args.bag, args.data, args.dataset, max_steps=args.max_steps,
+                              dtw_threshold_m=args.dtw_threshold, episode_topic=args.episode_topic,
+                              decision_topic=args.decision_topic)
+    summary = result.summary()
+    comparison = result.comparison()
+    if args.out is not None:
+        evaluate.write_rescore(result, args.out, {"bag": str(Path(args.bag).resolve()), "data": str(args.data),
+                                                  "max_steps": args.max_steps, "dtw_threshold_m": args.dtw_threshold,
+                                                  "episode_topic": args.episode_topic})
+    overall = summary["overall"]
+    print(f"{args.bag}: {comparison['episodes']} episodes re-scored, {comparison['identical']} identical to the "
+          f"recorded metrics (max |diff| {comparison['max_abs_diff']})")
+    print("  " + "  ".join(f"{k}={overall[k]:.2f}" for k in METRIC_KEYS if k in overall))
+    for c in comparison["per_episode"]:
+        if not c["identical"]:
+            print(f"  DIFFERS {c['episode_id']} seed {c['seed']} run {c['run']}: {', '.join(c['differing'])}"
+                  f"{' (recorded metrics missing: ' + ', '.join(c['missing']) + ')' if c['missing'] else ''}")
+    code = 0 if result.identical else 1
+    if args.redecide:
+        redecision = evaluate.redecide(args.bag, args.redecide, dict(args.policy_param), data=args.data,
+                                       dataset=args.dataset, views_topic=args.views_topic,
+                                       images_topic=args.images_topic, decision_topic=args.decision_topic)
+        report = (evaluate.write_redecision(redecision, args.out) if args.out is not None
+                  else redecision.report())
+        rate = report["agreement"]
+        print(f"re-decided {report['view_sets']} view sets from {report['views_topic']} with {report['policy']}: "
+              f"{report['agreed']}/{report['compared']} agree with {', '.join(report['recorded_policies']) or '-'}"
+              f" ({'n/a' if rate is None else f'{100 * rate:.1f}%'}), {report['errors']} errors")
+        print(f"  {'episode':<24} {'seed':>4} {'run':>4} {'agree':>7} {'rate':>7}")
+        for row in report["per_episode"]:
+            r = row["agreement"]
+            print(f"  {row['episode_id']:<24} {row['seed']:>4} {row['run']:>4} "
+                  f"{row['agreed']:>3}/{row['compared']:<3} {'n/a' if r is None else f'{100 * r:6.1f}%':>7}")
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bag_command == "eval":
+        return _evaluate(args)
+    return _in_ros_env(args)

@@ -1,0 +1,312 @@
+"""Evaluate a recorded run from its bag alone (no ROS graph, no rclpy).
+
+Re-score: every ended episode on the episode topic is scored again from its recorded path
+with core.metrics on the dataset, and compared with the metrics the replay node recorded;
+the records and summary are written as the benchmark writes them, so `cityseeker report` and
+the tables read them. Re-decide: every recorded view set (with its images) is shown to another
+policy, reset per task with the benchmark's random stream, and its action compared with the
+recorded decision, step by step.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from cityseeker_ros.bag.storage import BagReader
+from cityseeker_ros.bag.topics import DECISIONS, REPLAY_EPISODE, REPLAY_IMAGES, REPLAY_VIEWS, SUPERVISOR_VIEWS
+from cityseeker_ros.core.benchmark import EPISODES_FILE, SUMMARY_FILE, episode_rng
+from cityseeker_ros.core.benchmark import episode_record as core_episode_record
+from cityseeker_ros.core.datasets import load_dataset
+from cityseeker_ros.core.decisions import summarize_decisions
+from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
+from cityseeker_ros.core.episode import Episode, World
+from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS, summarize
+from cityseeker_ros.core.policies import make_policy
+from cityseeker_ros.core.results import write_json_atomic, write_text_atomic
+from cityseeker_ros.ros.schema import DecisionMsg, EpisodeMsg, Record, ViewSetMsg, as_dict, parse
+
+COMPARISON_FILE = "comparison.json"
+REDECIDE_FILE = "redecide.json"
+REDECISIONS_FILE = "redecisions.jsonl"
+TOLERANCE = 1e-9  # metrics are recomputed by the same code: anything larger is a real difference
+
+
+def _records(reader: BagReader, topic: str, model: type[Record]) -> Iterator[Record]:
+    """The JSON records of a String topic, in bag order; a malformed one names topic and time."""
+    for message in reader.messages([topic]):
+        text = reader.decode(message).data
+        try:
+            yield parse(model, text)
+        except ValidationError as exc:
+            raise ConfigError(f"{reader.path}: topic {topic} at {message.timestamp_ns} ns: not a "
+                              f"{model.__name__} ({exc.errors()[:1]})") from None
+
+
+def ended_episodes(reader: BagReader, topic: str = REPLAY_EPISODE) -> list[EpisodeMsg]:
+    """One EpisodeMsg per finished run (latched state may arrive twice), in the order they ended."""
+    if topic not in reader.topics:
+        raise ConfigError(f"{reader.path}: no topic {topic} in the bag (it has {', '.join(sorted(reader.topics))})")
+    runs: dict[tuple, EpisodeMsg] = {}
+    for msg in _records(reader, topic, EpisodeMsg):
+        if msg.status == "ended" and msg.task is not None:
+            runs.setdefault(msg.task.key(), msg)
+    if not runs:
+        raise ConfigError(f"{reader.path}: no ended episode on {topic}")
+    return list(runs.values())
+
+
+def recorded_decisions(reader: BagReader, topic: str = DECISIONS) -> dict[str, DecisionMsg]:
+    """view_set_id -> the decision the recorded run took for it."""
+    if topic not in reader.topics:
+        return {}
+    return {d.view_set_id: d for d in _records(reader, topic, DecisionMsg)}
+
+
+class Dataset:
+    """The worlds and episodes a bag's tasks name."""
+
+    def __init__(self, data: Path, dataset: str = "auto") -> None:
+        self.worlds: dict[str, World] = {w.city: w for w in load_dataset(Path(data), dataset)}
+        self.data = Path(data)
+
+    def find(self, city: str, episode_id: str) -> tuple[World, Episode]:
+        world = self.worlds.get(city)
+        if world is None:
+            raise ConfigError(f"{self.data}: no city {city!r} (the bag's episode {episode_id}); "
+                              f"it has {', '.join(sorted(self.worlds))}")
+        for episode in world.episodes:
+            if episode.episode_id == episode_id:
+                return world, episode
+        raise ConfigError(f"{self.data}: city {city} has no episode {episode_id!r}")
+
+
+# -- re-score ----------------------------------------------------------------------------------
+
+@dataclass
+class Rescore:
+    records: list[dict[str, Any]]  # as episodes.jsonl
+    comparisons: list[dict[str, Any]]  # per episode: recorded vs recomputed
+
+    @property
+    def identical(self) -> bool:
+        return all(c["identical"] for c in self.comparisons)
+
+    def summary(self) -> dict[str, Any]:
+        summary = summarize(self.records)
+        summary["end_reasons"] = _count(r["end_reason"] for r in self.records)
+        if any("decisions" in r for r in self.records):
+            summary["decisions"] = summarize_decisions(self.records)
+        return summary
+
+    def comparison(self) -> dict[str, Any]:
+        diffs = [c["max_abs_diff"] for c in self.comparisons if c["max_abs_diff"] is not None]
+        return {"episodes": len(self.comparisons), "identical": sum(c["identical"] for c in self.comparisons),
+                "all_identical": self.identical, "max_abs_diff": max(diffs) if diffs else None,
+                "tolerance": TOLERANCE, "per_episode": self.comparisons}
+
+
+def episode_record(world: World, episode: Episode, msg: EpisodeMsg, *, max_steps: int,
+                   dtw_threshold_m: float) -> dict[str, Any]:
+    """The benchmark's episodes.jsonl record of a recorded run, metrics recomputed from its path."""
+    assert msg.task is not None
+    path = list(msg.path)
+    unknown = [n for n in path if n not in world.graph.nodes]
+    if not path or unknown:
+        raise ConfigError(f"episode {episode.episode_id}: recorded path has nodes not in {world.city}: "
+                          f"{unknown[:3] or '(empty path)'}")
+    trajectory = Trajectory(path, list(msg.actions), EndReason(msg.end_reason), msg.error)
+    return core_episode_record(world, episode, msg.task.seed, trajectory, [], max_steps=max_steps,
+                               dtw_threshold_m=dtw_threshold_m, extras={"round": msg.task.round, "run": msg.task.run})
+
+
+def _compare(record: dict[str, Any], msg: EpisodeMsg) -> dict[str, Any]:
+    recorded = msg.metrics or {}
+    diffs = {k: abs(float(record["metrics"][k]) - float(recorded[k])) for k in METRIC_KEYS if k in recorded}
+    missing = [k for k in METRIC_KEYS if k not in recorded]
+    worst = max(diffs.values()) if diffs else None
+    identical = (not missing and worst is not None and worst <= TOLERANCE and record["solvable"] == msg.solvable)
+    return {"episode_id": record["episode_id"], "seed": record["seed"], "run": record["run"],
+            "identical": identical, "max_abs_diff": worst, "missing": missing,
+            "differing": sorted(k for k, d in diffs.items() if d > TOLERANCE or math.isnan(d)),
+            "recorded": recorded, "recomputed": record["metrics"],
+            "recorded_solvable": msg.solvable, "recomputed_solvable": record["solvable"]}
+
+
+def rescore(bag: Path, data: Path, dataset: str = "auto", *, max_steps: int = DEFAULT_MAX_STEPS,
+            dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, episode_topic: str = REPLAY_EPISODE,
+            decision_topic: str = DECISIONS) -> Rescore:
+    """Score every ended episode of `bag` again on `data`; `max_steps` and `dtw_threshold_m` must
+    be the replay node's for the metrics to match the recorded ones."""
+    with BagReader(bag) as reader:
+        episodes = ended_episodes(reader, episode_topic)
+        decisions = recorded_decisions(reader, decision_topic)
+    worlds = Dataset(data, dataset)
+    by_run: dict[tuple, list[DecisionMsg]] = {}
+    for d in decisions.values():
+        by_run.setdefault(d.task.key(), []).append(d)
+    records, comparisons = [], []
+    for msg in episodes:
+        assert msg.task is not None
+        world, episode = worlds.find(msg.task.city, msg.task.episode_id)
+        record = episode_record(world, episode, msg, max_steps=max_steps, dtw_threshold_m=dtw_threshold_m)
+        steps = [r for d in sorted(by_run.get(msg.task.key(), []), key=lambda d: d.step) for r in d.records]
+        if steps:
+            record["decisions"] = steps
+        records.append(record)
+        comparisons.append(_compare(record, msg))
+    return Rescore(records, comparisons)
+
+
+def write_rescore(result: Rescore, out: Path, source: Mapping[str, Any]) -> dict[str, Any]:
+    """episodes.jsonl, summary.json (with `source`: the bag and settings) and comparison.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / EPISODES_FILE, "".join(json.dumps(r, separators=(",", ":")) + "\n"
+                                                   for r in result.records))
+    summary = result.summary()
+    summary["config"] = dict(source)
+    write_json_atomic(out / SUMMARY_FILE, summary)
+    write_json_atomic(out / COMPARISON_FILE, result.comparison())
+    return summary
+
+
+# -- re-decide ---------------------------------------------------------------------------------
+
+@dataclass
+class Redecision:
+    policy: str
+    views_topic: str
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def per_episode(self) -> list[dict[str, Any]]:
+        runs: dict[tuple, dict[str, Any]] = {}
+        for s in self.steps:
+            row = runs.setdefault((s["episode_id"], s["seed"], s["round"], s["run"]), {
+                "episode_id": s["episode_id"], "seed": s["seed"], "round": s["round"], "run": s["run"],
+                "view_sets": 0, "compared": 0, "agreed": 0})
+            row["view_sets"] += 1
+            row["compared"] += s["agree"] is not None
+            row["agreed"] += bool(s["agree"])
+        for row in runs.values():
+            row["agreement"] = row["agreed"] / row["compared"] if row["compared"] else None
+        return list(runs.values())
+
+    def report(self) -> dict[str, Any]:
+        compared = [s for s in self.steps if s["agree"] is not None]
+        agreed = sum(bool(s["agree"]) for s in compared)
+        recorded_policies = sorted({s["recorded_policy"] for s in compared})
+        return {"policy": self.policy, "recorded_policies": recorded_policies, "views_topic": self.views_topic,
+                "view_sets": len(self.steps), "compared": len(compared), "agreed": agreed,
+                "agreement": agreed / len(compared) if compared else None,
+                "errors": sum(s["redecided"].get("error") is not None for s in self.steps),
+                "per_episode": self.per_episode()}
+
+
+def _outcome(decision: Optional[DecisionMsg]) -> Optional[dict[str, Any]]:
+    if decision is None:
+        return None
+    if decision.error is not None:
+        return {"error": decision.error}
+    return {"action": as_dict(decision.action)}
+
+
+def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] = None, *,
+             data: Optional[Path] = None, dataset: str = "auto", views_topic: Optional[str] = None,
+             images_topic: str = REPLAY_IMAGES, decision_topic: str = DECISIONS) -> Redecision:
+    """Decide every recorded view set again with `policy`; compare with the recorded decisions."""
+    from cityseeker_ros.core.policies.base import PromptContext
+    from cityseeker_ros.ros import convert  # message classes for the images: plain Python, no rclpy
+
+    agent = make_policy(policy, **dict(policy_params or {}))
+    if agent.privileged and data is None:
+        raise ConfigError(f"policy {policy} is privileged: give the dataset (--data)")
+    worlds = Dataset(data, dataset) if agent.privileged and data is not None else None
+    with BagReader(bag) as reader:
+        counts = reader.counts()
+        if views_topic is None:
+            views_topic = SUPERVISOR_VIEWS if counts.get(SUPERVISOR_VIEWS) else REPLAY_VIEWS
+        if not counts.get(views_topic):
+            raise ConfigError(f"{reader.path}: no view sets on {views_topic}")
+        view_sets: dict[str, ViewSetMsg] = {}
+        for vs in _records(reader, views_topic, ViewSetMsg):
+            if not vs.done:
+                view_sets.setdefault(vs.view_set_id, vs)
+        decisions = recorded_decisions(reader, decision_topic)
+        images: dict[tuple[int, int, str], Any] = {}
+        if agent.uses_images and images_topic in reader.topics:
+            for message in reader.messages([images_topic]):
+                msg = reader.decode(message)
+                images[(msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)] = msg
+    agent.prepare()
+    result = Redecision(policy, views_topic)
+    key = None
+    for vs in view_sets.values():
+        task = vs.task
+        step: dict[str, Any] = {"view_set_id": vs.view_set_id, "episode_id": task.episode_id, "seed": task.seed,
+                                "round": task.round, "run": task.run, "step": vs.step}
+        try:
+            if task.key() != key:
+                key = task.key()
+                world, episode = (worlds.find(task.city, task.episode_id) if worlds is not None
+                                  else (None, convert.episode_from_task(task)))
+                agent.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
+            decoded = ({f: convert.image_from_msg(images[(vs.stamp.sec, vs.stamp.nanosec, f)])
+                        for f in vs.image_frames() if (vs.stamp.sec, vs.stamp.nanosec, f) in images}
+                       if agent.uses_images else {})
+            observation = convert.view_set_to_observation(vs, decoded)
+            if vs.context and agent.accepts_context:
+                decision = agent.decide(observation, PromptContext(**vs.context))
+            else:
+                decision = agent.decide(observation)
+            step["redecided"] = {"action": as_dict(convert.action_to_field(decision.action))}
+        except ConfigError:
+            raise
+        except Exception as exc:  # a broken policy is reported per step, as the node would publish it
+            step["redecided"] = {"error": f"{type(exc).__name__}: {exc}"}
+        recorded = decisions.get(vs.view_set_id)
+        step["recorded"] = _outcome(recorded)
+        step["recorded_policy"] = recorded.policy if recorded is not None else None
+        step["agree"] = None if recorded is None else step["recorded"] == step["redecided"]
+        result.steps.append(step)
+    return result
+
+
+def compare_decisions(recorded: Path, redecided: Path, decision_topic: str = DECISIONS) -> Redecision:
+    """The decisions of a bag_eval run (`redecided`: a fresh decision node answering the played
+    view sets of `recorded`) against the recorded ones, view set by view set."""
+    with BagReader(recorded) as reader:
+        before = recorded_decisions(reader, decision_topic)
+    with BagReader(redecided) as reader:
+        after = recorded_decisions(reader, decision_topic)
+    policies = sorted({d.policy for d in after.values()})
+    result = Redecision(", ".join(policies) or "(none)", decision_topic)
+    for view_set_id, new in after.items():
+        old = before.get(view_set_id)
+        step = {"view_set_id": view_set_id, "episode_id": new.task.episode_id, "seed": new.task.seed,
+                "round": new.task.round, "run": new.task.run, "step": new.step, "redecided": _outcome(new),
+                "recorded": _outcome(old), "recorded_policy": old.policy if old is not None else None}
+        step["agree"] = None if old is None else step["recorded"] == step["redecided"]
+        result.steps.append(step)
+    return result
+
+
+def write_redecision(result: Redecision, out: Path) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / REDECISIONS_FILE, "".join(json.dumps(s, separators=(",", ":")) + "\n"
+                                                      for s in result.steps))
+    report = result.report()
+    write_json_atomic(out / REDECIDE_FILE, report)
+    return report
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))

@@ -1,0 +1,1 @@
+"""Whole applications built on the core API, runnable without ROS (see examples/)."""

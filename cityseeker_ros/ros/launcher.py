@@ -1,0 +1,112 @@
+"""What `cityseeker run benchmark|camera|airsim|bag` does: plan the tasks a (possibly resumed) run
+still needs, start the launch file's node set with the runner, wait for the evaluator to have
+written every task, stop everything started, and return summary.json."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Optional
+
+from cityseeker_ros.core.benchmark import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig, run_tasks
+from cityseeker_ros.core.datasets import load_dataset
+from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.ros import env as ros
+from cityseeker_ros.ros import node_sets
+from cityseeker_ros.ros.runner import NodeSpec, RunFailed, Runner
+
+
+def written_keys(out: Path) -> set[tuple[str, int]]:
+    """(episode, seed) of the complete lines of episodes.jsonl (a torn last line is not one)."""
+    path = out / EPISODES_FILE
+    if not path.is_file():
+        return set()
+    keys = set()
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        keys.add((record["episode_id"], record["seed"]))
+    return keys
+
+
+def summary_current(out: Path, wanted: set[tuple[str, int]]) -> bool:
+    """Every wanted task is written and summary.json was rewritten after the last of them."""
+    episodes, summary = out / EPISODES_FILE, out / SUMMARY_FILE
+    return (wanted <= written_keys(out) and summary.is_file()
+            and summary.stat().st_mtime_ns >= episodes.stat().st_mtime_ns)
+
+
+@contextlib.contextmanager
+def domain(domain_id: Optional[int]) -> Iterator[int]:
+    """The given id, else $ROS_DOMAIN_ID, else one leased on this host for the run."""
+    if domain_id is not None:
+        yield domain_id
+    elif os.environ.get("ROS_DOMAIN_ID"):
+        yield int(os.environ["ROS_DOMAIN_ID"])
+    else:
+        with ros.lease_domain() as leased:
+            yield leased
+
+
+def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[list[tuple[str, int]]], list[NodeSpec]],
+                   *, single_process: bool = False, respawn: bool = True, timeout_s: Optional[float] = None,
+                   domain_id: Optional[int] = None) -> dict[str, Any]:
+    """Start the node set for the tasks a (possibly resumed) run still needs, wait until the
+    evaluator has written every task, stop everything started; summary.json."""
+    config.validate()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if config.supervised and config.memory is None:
+        config.memory = str((out / MEMORY_FILE).resolve())
+    worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}
+    wanted = [(worlds[c].episodes[i].episode_id, s) for c, i, s in run_tasks(config, worlds)]
+    done = written_keys(out)
+    todo = [key for key in wanted if key not in done]
+    nodes = make_nodes(todo)
+    if not respawn:
+        nodes = [replace(n, respawn=False) for n in nodes]
+    missing = ros.missing_ros_modules()
+    if missing:
+        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): pip install -e '.[ros]'")
+    with domain(domain_id) as domain_id_used:
+        print(f"ROS_DOMAIN_ID={domain_id_used}: {len(todo)} of {len(wanted)} tasks to run "
+              f"({'one process' if single_process else f'{len(nodes)} processes'}); node logs in {out / 'ros'}",
+              flush=True)
+        with Runner(nodes, out / "ros", ros.ros_env(domain_id=domain_id_used), single_process=single_process) as runner:
+            runner.start()
+            runner.watch(lambda: summary_current(out, set(wanted)), timeout_s)
+    return json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
+
+
+def run_bag(bag: Path, out_bag: Path, policy: str, policy_params: dict[str, Any], *, rate: float = 1.0,
+            views_topic: str = "/supervisor/views", images_topic: str = "/streetview_replay/images", data: str = "",
+            settle_s: float = 10.0, timeout_s: Optional[float] = None, domain_id: Optional[int] = None
+            ) -> dict[str, Any]:
+    """bag_eval.launch.py's processes: play `bag`, decide each played view set with `policy`,
+    record the decisions into `out_bag`; `settle_s` after the player ends (time for the last
+    decision) the recorder finishes its bag. The report compares them with the recorded ones."""
+    from cityseeker_ros.bag.evaluate import compare_decisions, write_redecision
+
+    if not Path(bag).exists():
+        raise ConfigError(f"{bag}: no such bag")
+    if Path(out_bag).exists():
+        raise ConfigError(f"{out_bag}: exists; the recorder writes a new bag")
+    nodes = node_sets.bag_nodes(bag, out_bag, policy, policy_params, rate=rate, views_topic=views_topic,
+                                images_topic=images_topic, data=data)
+    logs = Path(f"{out_bag}.logs")
+    with domain(domain_id) as domain_id_used:
+        print(f"ROS_DOMAIN_ID={domain_id_used}: playing {bag} into a {policy} decision node; logs in {logs}",
+              flush=True)
+        with Runner(nodes, logs, ros.ros_env(domain_id=domain_id_used)) as runner:
+            runner.start()
+            runner.watch(lambda: runner.exited(node_sets.PLAYER), timeout_s)
+            time.sleep(settle_s)
+            if runner.end(node_sets.RECORDER) != 0:
+                raise RunFailed(f"the recorder failed:\n{runner.tail(node_sets.RECORDER)}")
+    return write_redecision(compare_decisions(Path(bag), Path(out_bag)), Path(f"{out_bag}.eval"))

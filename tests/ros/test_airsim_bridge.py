@@ -1,0 +1,195 @@
+"""The airsim_bridge node as a real process over DDS on loopback, against the protocol fake of
+AirSim's RPC server (tests/core/airsim/fake_flight.py): a protocol fake, not the simulator. It
+speaks AirSim's msgpack-rpc wire protocol, runs in this (rclpy-free) pytest process and stamps
+every call with time.monotonic; a driver process (tests/ros/vehicle_driver.py) stands in for the
+supervisor and stamps what it sent and saw on the same host-wide monotonic clock.
+
+Shown here: goals flow (moveToPosition, simSetVehiclePose); the vehicle holds within 1 s when
+decisions stop and when the heartbeat stops, and ~/safety says why; a goal outside the geofence is
+refused; the e-stop latches until ~/reset_estop; fix and odometry follow the fake's pose with
+REP 103 conversions.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cityseeker_ros.core.airsim.anchor import Anchor
+from cityseeker_ros.core.airsim.frames import compass_to_enu_yaw, quat_from_yaw, yaw_from_quat
+from cityseeker_ros.core.geodesy import destination
+from cityseeker_ros.ros import env as ros
+from tests.core.airsim.fake_airsim import quat_yaw, vec
+from tests.core.airsim.fake_flight import FlightFake
+
+pytest.importorskip("cosysairsim", reason="the AirSim client library (test extra) is not installed")
+
+ANCHOR = Anchor(lat=43.7384, lon=7.4246, alt=10.0, yaw_offset_deg=25.0)
+BRIDGE = "cityseeker_ros.nodes.airsim_bridge"
+HOLD_WITHIN_S = 1.0
+
+
+def goal(metres: float, bearing: float, heading: float = 0.0) -> dict[str, float]:
+    lat, lon = destination(ANCHOR.lat, ANCHOR.lon, bearing, metres)
+    return {"lat": lat, "lon": lon, "alt_m": 3.0, "heading_deg": heading}
+
+
+def ned_of(g: dict[str, float]) -> np.ndarray:
+    return ANCHOR.geo_to_airsim(g["lat"], g["lon"], ANCHOR.alt + g["alt_m"])
+
+
+@pytest.fixture
+def flight():
+    server = FlightFake()
+    yield server
+    server.close()
+
+
+def anchor_json() -> str:
+    return json.dumps({"lat": ANCHOR.lat, "lon": ANCHOR.lon, "alt": ANCHOR.alt,
+                       "yaw_offset_deg": ANCHOR.yaw_offset_deg})
+
+
+def start_bridge(ros_processes, flight: FlightFake, **params: Any) -> None:
+    """JSON-valued parameters go through a params file: `-p` parses its value as YAML first."""
+    values = {"port": flight.port, "client": "cosysairsim", "anchor": anchor_json(), "state_rate_hz": 20.0, **params}
+    params_file = ros_processes.logs / "airsim_bridge.yaml"
+    params_file.write_text(json.dumps({"airsim_bridge": {"ros__parameters": values}}))  # JSON is YAML
+    ros_processes.node(BRIDGE, "--params-file", str(params_file))
+
+
+def drive(ros_processes, plan: dict[str, Any], timeout_s: float = 180.0) -> dict[str, Any]:
+    logs: Path = ros_processes.logs
+    plan_file, out_file = logs / "plan.json", logs / "driver_out.json"
+    plan_file.write_text(json.dumps(plan))
+    process = ros_processes._start("driver", ros.python_module_command("tests.ros.vehicle_driver", str(plan_file),
+                                                                      str(out_file)))
+    return ros_processes.finish((process, out_file), timeout_s)
+
+
+def first_after(flight: FlightFake, method: str, t: float) -> float:
+    calls = flight.timed(method, after=t)
+    assert calls, f"no {method} after t={t:.3f}: {[(round(c[0] - t, 3), c[1]) for c in flight.timed(after=t)]}"
+    return calls[0][0]
+
+
+def test_fly_goals_holds_fence_and_estop(ros_processes, flight, tmp_path):
+    safety = tmp_path / "safety.yaml"
+    safety.write_text(json.dumps({"safety": {
+        "geofence": {"circle": {"center": [ANCHOR.lat, ANCHOR.lon], "radius_m": 200.0}},
+        "decision_timeout_s": 0.5, "heartbeat_timeout_s": 0.5, "max_speed_m_s": 3.0, "max_altitude_m": 30.0}}))
+    start_bridge(ros_processes, flight, motion="fly", safety_config=str(safety))
+    g1, g2, outside = goal(50.0, 45.0, 90.0), goal(80.0, 200.0, 180.0), goal(400.0, 10.0)
+    steps = [
+        {"op": "heartbeat", "on": True, "rate_hz": 20},
+        {"op": "wait_safety", "code": "no_decision", "moving": False},                        # 1
+        {"op": "commands", "goal": g1, "period_s": 0.1, "for_s": 1.0},                        # 2 decisions stop
+        {"op": "wait_safety", "code": "no_decision", "moving": False},                        # 3
+        {"op": "commands", "goal": g2, "period_s": 0.1, "for_s": 0.6},                        # 4
+        {"op": "heartbeat", "on": False},                                                     # 5 heartbeat stops
+        {"op": "commands", "goal": g2, "period_s": 0.1, "for_s": 1.5},                        # 6 decisions go on
+        {"op": "wait_safety", "code": "heartbeat_lost", "moving": False},                     # 7
+        {"op": "heartbeat", "on": True, "rate_hz": 20},                                       # 8
+        {"op": "commands", "goal": outside, "period_s": 0.1, "for_s": 1.0},                   # 9
+        {"op": "wait_safety", "code": "outside_geofence", "moving": False},                   # 10
+        {"op": "commands", "goal": g1, "period_s": 0.1, "for_s": 0.5},                        # 11 moving again
+        {"op": "wait_safety", "code": "ok", "moving": True},                                  # 12
+        {"op": "estop", "value": True},                                                       # 13
+        {"op": "wait_safety", "code": "estop", "moving": False},                              # 14
+        {"op": "reset_estop"},                                                                # 15 still held
+        {"op": "estop", "value": False},                                                      # 16
+        {"op": "commands", "goal": g1, "period_s": 0.1, "for_s": 0.5},                        # 17
+        {"op": "wait_safety", "code": "estop", "moving": False},                              # 18 latched
+        {"op": "reset_estop"},                                                                # 19
+        {"op": "commands", "goal": g1, "period_s": 0.1, "for_s": 0.5},                        # 20
+        {"op": "wait_safety", "code": "ok", "moving": True},                                  # 21
+        {"op": "wait_state"},                                                                 # 22
+    ]
+    report = drive(ros_processes, {"steps": steps})
+    s = report["steps"]
+    assert all(step.get("ok", True) for step in s), [(i, step) for i, step in enumerate(s) if not step.get("ok", 1)]
+
+    # (1) goals flow: the fake was told to fly to g1, then g2, at the gate's speed cap
+    moves = flight.params("moveToPosition")
+    np.testing.assert_allclose(moves[0][:3], ned_of(g1), atol=1e-6)
+    assert moves[0][3] == pytest.approx(3.0)
+    assert any(np.allclose(m[:3], ned_of(g2), atol=1e-6) for m in moves)
+    assert {"enableApiControl", "armDisarm", "rotateToYaw"} <= set(flight.methods())
+
+    # (2) decisions stop -> hover within 1 s of the last command; ~/safety says why
+    last_command = s[2]["t"]
+    held = first_after(flight, "hover", last_command)
+    assert 0.4 < held - last_command < HOLD_WITHIN_S, held - last_command
+    assert "no decision for" in s[3]["safety"]["reason"]
+
+    # (3) heartbeat stops (decisions still coming) -> hover within 1 s of the last beat
+    last_beat = s[5]["t"]
+    held = first_after(flight, "hover", last_beat)
+    assert held - last_beat < HOLD_WITHIN_S, held - last_beat
+    assert "no supervisor heartbeat for" in s[7]["safety"]["reason"]
+
+    # (4) a goal outside the fence is refused: never sent, and the code names the geofence
+    assert not any(np.allclose(m[:3], ned_of(outside), atol=1e-3) for m in moves)
+    assert "outside the circle geofence" in s[10]["safety"]["reason"]
+
+    # (5) the e-stop holds at once and latches: reset refused while asserted, then accepted
+    assert first_after(flight, "hover", s[13]["sent_t"]) - s[13]["sent_t"] < HOLD_WITHIN_S
+    assert s[14]["safety"]["estop"] is True
+    assert s[15]["success"] is False and "still asserted by /estop" in s[15]["message"]
+    assert s[18]["safety"]["code"] == "estop"  # commands after the release did not move it
+    assert s[19]["success"] is True
+    assert flight.timed("moveToPosition", after=s[19]["t"]), "motion resumes after the reset"
+    assert flight.timed("moveToPosition", after=s[13]["sent_t"])[0][0] > s[19]["t"] - 0.1  # none while latched
+
+    # the state follows the fake: fix at g1 (where the fake now is)
+    fix = s[22]["fix"]
+    assert fix["lat"] == pytest.approx(g1["lat"], abs=1e-7) and fix["lon"] == pytest.approx(g1["lon"], abs=1e-7)
+    assert fix["alt"] == pytest.approx(ANCHOR.alt + 3.0, abs=1e-6)
+
+
+def test_teleport_state_conversions_and_pose(ros_processes, flight):
+    flight.position, flight.orientation = vec(30.0, -20.0, -5.0), quat_yaw(math.radians(40.0))
+    flight.velocity = vec(1.0, 2.0, -0.5)  # NED m/s
+    start_bridge(ros_processes, flight, motion="teleport", camera="front", image_rate_hz=5.0)
+    target = goal(60.0, 300.0, heading=120.0)
+    report = drive(ros_processes, {"steps": [
+        {"op": "wait_state"},
+        {"op": "command", "goal": target},
+        {"op": "wait_safety", "code": "ok", "moving": True},
+        {"op": "sleep", "s": 0.3},
+        {"op": "wait_state"},
+    ]})
+    s = report["steps"]
+    assert all(step.get("ok", True) for step in s), s
+
+    # (6) before the goal: the preset pose, through REP 103 (ENU, FLU, yaw counter-clockwise from east)
+    fix, odom = s[0]["fix"], s[0]["odom"]
+    lat, lon, alt = ANCHOR.airsim_to_geo(30.0, -20.0, -5.0)
+    assert (fix["lat"], fix["lon"], fix["alt"]) == pytest.approx((lat, lon, alt), abs=1e-9)
+    assert alt == pytest.approx(15.0)
+    np.testing.assert_allclose(odom["position"], ANCHOR.airsim_to_enu([30.0, -20.0, -5.0]), atol=1e-9)
+    heading = 40.0 + ANCHOR.yaw_offset_deg  # compass: AirSim yaw in a map turned by the offset
+    enu_yaw = yaw_from_quat(type(quat_from_yaw(0.0))(*odom["orientation"]))
+    assert enu_yaw == pytest.approx(compass_to_enu_yaw(heading), abs=1e-9)
+    assert enu_yaw == pytest.approx(math.radians(90.0 - 65.0), abs=1e-9)
+    # twist in the body frame (FLU): rotate the world ENU velocity by -yaw
+    v_enu = ANCHOR.airsim_to_enu([1.0, 2.0, -0.5])
+    c, sn = math.cos(enu_yaw), math.sin(enu_yaw)
+    np.testing.assert_allclose(odom["twist"], [c * v_enu[0] + sn * v_enu[1], -sn * v_enu[0] + c * v_enu[1], 0.5],
+                               atol=1e-9)
+    assert (odom["frame_id"], odom["child"], fix["frame_id"]) == ("map", "base_link", "base_link")
+
+    # (1) the goal is a teleport (no hover, no flight controller) and the state follows it
+    pose = flight.params("simSetVehiclePose")[0][0]
+    xyz = [pose["position"][k] for k in ("x_val", "y_val", "z_val")]
+    np.testing.assert_allclose(xyz, ned_of(target), atol=1e-6)
+    assert {"hover", "moveToPosition", "enableApiControl"}.isdisjoint(flight.methods())
+    fix, odom = s[4]["fix"], s[4]["odom"]
+    assert (fix["lat"], fix["lon"]) == pytest.approx((target["lat"], target["lon"]), abs=1e-9)
+    enu_yaw = yaw_from_quat(type(quat_from_yaw(0.0))(*odom["orientation"]))
+    assert enu_yaw == pytest.approx(compass_to_enu_yaw(120.0), abs=1e-9)
+    assert "simGetImages" in flight.methods()  # the camera timer grabs through the same link
