@@ -11,7 +11,6 @@ change and every `safety_period_s`) and /diagnostics. docs/airsim.md has the con
 """
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, Optional
 
@@ -39,7 +38,7 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.safety.gate import SafetyGate
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, convert_vehicle, qos
-from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare
+from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter
 from cityseeker_ros.ros.schema import CommandMsg, parse
 
 IMAGE_FORMATS = ("raw", *convert.IMAGE_FORMATS)
@@ -50,16 +49,6 @@ HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Rel
 # (volatile subscribers match transient-local publishers too, e.g. `ros2 topic pub`).
 LIVE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
                   durability=DurabilityPolicy.VOLATILE)
-
-
-def _json_object(name: str, text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"parameter {name}: not JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"parameter {name}: expected a JSON object, got {text!r}")
-    return value
 
 
 def _positive(name: str, value: Any) -> float:
@@ -75,7 +64,7 @@ class AirSimBridgeNode(Node):
         p = {spec.name: self.get_parameter(spec.name).value for spec in AIRSIM_BRIDGE}
         if not p["anchor"]:
             raise ConfigError('parameter anchor is required: {"lat": .., "lon": .., "alt": .., "yaw_offset_deg": ..}')
-        anchor = Anchor.from_config(_json_object("anchor", p["anchor"]))
+        anchor = Anchor.from_config(json_parameter("anchor", p["anchor"]))
         if p["motion"] not in MOTION_MODES.names():
             raise ConfigError(f"parameter motion: unknown mode {p['motion']!r}; known: "
                               f"{', '.join(MOTION_MODES.names())}")
@@ -104,7 +93,7 @@ class AirSimBridgeNode(Node):
             return link.connect()
 
         self._bridge = AirSimBridge(SafetyGate.from_config(safety), anchor, make_link, motion=p["motion"],
-                                    motion_params=_json_object("motion_params", p["motion_params"]),
+                                    motion_params=json_parameter("motion_params", p["motion_params"]),
                                     velocity_period_s=_positive("velocity_period_s", p["velocity_period_s"]),
                                     reconnect_period_s=_positive("reconnect_period_s", p["reconnect_period_s"]),
                                     state_from_pose=bool(p["state_from_pose"]))

@@ -10,7 +10,6 @@ cannot tell a live camera from the replay. A "topic" camera is fed from `frames`
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -26,18 +25,8 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.nodes.graph_localiser import load_city, location_from_msg
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare
+from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter
 from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Task, parse
-
-
-def _json_object(name: str, text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"parameter {name}: not JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"parameter {name}: expected a JSON object, got {text!r}")
-    return value
 
 
 class CameraIngestNode(Node):
@@ -51,7 +40,7 @@ class CameraIngestNode(Node):
         self._image_format, self._jpeg_quality = p["image_format"], int(p["jpeg_quality"])
         self._max_views = int(p["max_views"])
         world = load_city(p["data"], p["dataset"], p["city"]) if p["data"] else None
-        self._source = make_frame_source(p["source"], world, _json_object("source_params", p["source_params"]))
+        self._source = make_frame_source(p["source"], world, json_parameter("source_params", p["source_params"]))
         self._builder = ViewSetBuilder(self._source, world, int(p["max_steps"]))
         self._task: Optional[Task] = None
         self._seq = self._last_stamp_ns = self._errors = 0

@@ -9,7 +9,6 @@ episode is setting the `episode` and `seed` parameters (atomically when both cha
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -31,18 +30,8 @@ from cityseeker_ros.core.metrics import episode_metrics
 from cityseeker_ros.core.views import make_view_source
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare
+from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare, json_parameter
 from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin, Task, ViewSetMsg, parse
-
-
-def _json_object(name: str, text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text or "{}")
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"parameter {name}: not JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"parameter {name}: expected a JSON object, got {text!r}")
-    return value
 
 
 class StreetviewReplayNode(Node):
@@ -63,7 +52,7 @@ class StreetviewReplayNode(Node):
         worlds = load_dataset(Path(p["data"]), p["dataset"])
         self._episodes: list[tuple[World, Episode]] = [(w, e) for w in worlds for e in w.episodes]
         self._index = {e.episode_id: i for i, (_, e) in enumerate(self._episodes)}
-        view_params = _json_object("view_params", p["view_params"])
+        view_params = json_parameter("view_params", p["view_params"])
         self._sources = {w.city: make_view_source(p["views"], w, view_params) if p["views"] else None
                          for w in worlds}
 

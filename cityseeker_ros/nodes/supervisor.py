@@ -95,6 +95,7 @@ class SupervisorNode(Node):
         self._session: Optional[EpisodeSession] = None
         self._run = 0  # the world node's run of the current task; 0 while selecting
         self._max_run = 0  # the newest run seen from the world node
+        self._select_floor = 0  # the newest run before the current selection: the selected one is newer
         self._selected_at = 0.0
         self._latest_views: Optional[ViewSetMsg] = None
         self._latest_episode: Optional[EpisodeMsg] = None
@@ -105,8 +106,7 @@ class SupervisorNode(Node):
         self._done = 0
         self._episode: Optional[LiveEpisode] = None  # live mode: the episode as the vehicle walks it
         self._live_runs = 0
-        self._lifecycle_busy = 0.0  # monotonic time of the lifecycle request in flight, 0: none
-        self._lifecycle_call: Optional[tuple[Any, Any]] = None  # (client, future) of that request
+        self._lifecycle_call: Optional[tuple[Any, Any, float]] = None  # (client, future, sent at) in flight
         self._last_lifecycle_check = 0.0
 
         self._views_pub = self.create_publisher(String, "~/views", qos.STATE)
@@ -147,6 +147,7 @@ class SupervisorNode(Node):
         self._session = EpisodeSession(task.world, task.episode, task.seed, round, self._config, self._supervisor)
         self._run, self._handled, self._pending = 0, None, None
         self._state, self._reason = "selecting", ""
+        self._view_set_times: list[float] = []
         if self._live:
             self._live_runs += 1
             self._run, self._state = self._live_runs, "running"
@@ -203,6 +204,7 @@ class SupervisorNode(Node):
     def _act_on(self, view_set: ViewSetMsg) -> None:
         assert self._session is not None
         self._handled = view_set.view_set_id
+        self._view_set_times.append(time.monotonic())
         if self._episode is not None:
             if not self._episode.arrive(view_set.node) or self._pending is not None:
                 return  # still at the node acted on: the vehicle has not arrived anywhere new
@@ -303,6 +305,7 @@ class SupervisorNode(Node):
         record = session.record(trajectory)
         self._markers_pub.publish(markers.episode_markers(session.world, session.episode, trajectory.path,
                                                           self.get_clock().now().to_msg(), self._frame_id))
+        self._log_loop_period()
         final = self._plan.finish(record)
         if final is not None:
             self._outcome_pub.publish(convert.to_string(OutcomeMsg(index=self._done, total=len(self._plan.tasks),
@@ -311,6 +314,16 @@ class SupervisorNode(Node):
             self.get_logger().info(f"{final['episode_id']} seed {final['seed']}: {final['end_reason']} after "
                                    f"{final['steps']} steps ({self._done}/{len(self._plan.tasks)})")
         self._start_next()
+
+    def _log_loop_period(self) -> None:
+        """Seconds from one view set to the next (decision, action and world step included): the
+        loop's pace, logged per episode for operators and benchmarks/ros_loop.py."""
+        times = self._view_set_times
+        periods = sorted(b - a for a, b in zip(times, times[1:]))
+        if periods:
+            p50, p95 = periods[len(periods) // 2], periods[min(len(periods) - 1, int(0.95 * len(periods)))]
+            self.get_logger().info(f"loop: {len(periods)} steps, period p50 {1000 * p50:.2f} ms "
+                                   f"p95 {1000 * p95:.2f} ms")
 
     # -- inputs --------------------------------------------------------------------------------
 
@@ -373,20 +386,19 @@ class SupervisorNode(Node):
     def _check_decision_node(self, now: float) -> None:
         """Bring the decision node to active: at start, and after it restarted."""
         self._last_lifecycle_check = now
-        if self._lifecycle_busy and now - self._lifecycle_busy < 5.0:
-            return
-        # A request to a node that has just died is never answered: give up on it after 5 s.
         if self._lifecycle_call is not None:
-            self._lifecycle_call[0].remove_pending_request(self._lifecycle_call[1])
+            client, future, sent_at = self._lifecycle_call
+            if now - sent_at < 5.0:
+                return
+            # A request to a node that has just died is never answered: give up on it after 5 s.
+            client.remove_pending_request(future)
             self._lifecycle_call = None
-        self._lifecycle_busy = 0.0
         if self._get_state.service_is_ready():
-            self._lifecycle_busy = now
             self._call_lifecycle(self._get_state, GetState.Request(), self._on_decision_state)
 
     def _call_lifecycle(self, client, request, done) -> None:
         future = client.call_async(request)
-        self._lifecycle_call = (client, future)
+        self._lifecycle_call = (client, future, time.monotonic())
         future.add_done_callback(done)
 
     def _on_decision_state(self, future) -> None:
@@ -400,7 +412,6 @@ class SupervisorNode(Node):
             self.get_logger().info(f"decision node is {label}: {name}")
             self._call_lifecycle(self._change_state, request, self._on_transition)
             return
-        self._lifecycle_busy = 0.0
         if label == "active" and self._state == "starting":
             self._start_next()
 
@@ -409,7 +420,6 @@ class SupervisorNode(Node):
         result = future.result()
         if result is None or not result.success:
             self.get_logger().error("the decision node refused a transition: see its log")
-        self._lifecycle_busy = 0.0
         self._last_lifecycle_check = 0.0  # look again at once
 
     # -- reporting -----------------------------------------------------------------------------

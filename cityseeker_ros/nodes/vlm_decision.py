@@ -13,7 +13,6 @@ is published on the next activation.
 """
 from __future__ import annotations
 
-import json
 import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,7 @@ from cityseeker_ros.core.policies import Policy, make_policy
 from cityseeker_ros.core.policies.base import PromptContext
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.parameters import VLM_DECISION, declare, policy_params
+from cityseeker_ros.ros.parameters import VLM_DECISION, declare, json_parameter, policy_params
 from cityseeker_ros.ros.schema import DecisionMsg, Stamp, ViewSetMsg, parse
 
 ImageKey = tuple[tuple[int, int], str]  # ((sec, nanosec) of the view set's stamp, frame id)
@@ -88,16 +87,14 @@ class VlmDecisionNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             self._policy_name = str(self.get_parameter("policy").value)
-            params = json.loads(self.get_parameter("policy_params").value or "{}")
-            if not isinstance(params, dict):
-                raise ConfigError(f"policy_params must be a JSON object, got {params!r}")
-            params = policy_params(params, str(self.get_parameter("backend").value),
-                                   str(self.get_parameter("model").value))
+            param = self.get_parameter
+            params = policy_params(json_parameter("policy_params", param("policy_params").value),
+                                   str(param("backend").value), str(param("model").value))
             policy = make_policy(self._policy_name, **params)
             if policy.privileged:
                 self._load_world()
             policy.prepare()
-        except (CitySeekerError, json.JSONDecodeError, ValueError) as exc:
+        except (CitySeekerError, ValueError) as exc:
             self.get_logger().error(f"configure failed: {exc}")
             self._worlds, self._episodes = {}, {}
             return TransitionCallbackReturn.FAILURE

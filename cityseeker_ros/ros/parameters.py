@@ -188,6 +188,18 @@ NODES: dict[str, tuple[ParamSpec, ...]] = {
 }
 
 
+def json_parameter(name: str, text: str, kind: type = dict) -> Any:
+    """A JSON-valued string parameter ('' is empty); errors name the parameter."""
+    try:
+        value = json.loads(text) if text else kind()
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"parameter {name}: not JSON ({exc.msg}): {text!r}") from None
+    if not isinstance(value, kind):
+        raise ConfigError(f"parameter {name}: expected a JSON {'object' if kind is dict else kind.__name__}, "
+                          f"got {text!r}")
+    return value
+
+
 def policy_params(params: dict[str, Any], backend: str, model: str) -> dict[str, Any]:
     """policy_params with the backend and model shorthands (as the CLI's --backend and --model)."""
     return {**params, **({"backend": backend} if backend else {}), **({"model": model} if model else {})}
@@ -199,14 +211,7 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
     from cityseeker_ros.core.supervisor import parse_strategy
 
     def parsed(name: str, kind: type) -> Any:
-        text = values[name]
-        try:
-            value = json.loads(text) if text else kind()
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"parameter {name}: not JSON ({exc.msg}): {text!r}") from None
-        if not isinstance(value, kind):
-            raise ConfigError(f"parameter {name}: expected a JSON {kind.__name__}, got {text!r}")
-        return value
+        return json_parameter(name, values[name], kind)
 
     strategies = [parse_strategy(s) if isinstance(s, str) else s for s in parsed("strategies", list)]
     tasks = parsed("tasks", list)
