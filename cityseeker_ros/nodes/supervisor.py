@@ -49,6 +49,7 @@ from cityseeker_ros.ros.schema import (
     EpisodeMsg,
     GoalField,
     HoldField,
+    LocationMsg,
     OutcomeMsg,
     SupervisorStatusMsg,
     ViewSetMsg,
@@ -105,6 +106,8 @@ class SupervisorNode(Node):
         self._holds = 0
         self._done = 0
         self._episode: Optional[LiveEpisode] = None  # live mode: the episode as the vehicle walks it
+        self._goal: Optional[tuple[CommandMsg, float]] = None  # live: the goal under way, last sent at
+        self._announced = False  # live: the run is published (the vehicle has reached the start)
         self._live_runs = 0
         self._lifecycle_call: Optional[tuple[Any, Any, float]] = None  # (client, future, sent at) in flight
         self._last_lifecycle_check = 0.0
@@ -124,6 +127,9 @@ class SupervisorNode(Node):
         self.create_subscription(String, f"{world}/views", self._on_views, qos.STATE)
         self.create_subscription(String, f"{world}/episode", self._on_episode, qos.STATE)
         self.create_subscription(String, f"{decision}/decision", self._on_decision, qos.STATE)
+        if self._live:
+            self.create_subscription(String, f"{p['localiser_node'].rstrip('/')}/location", self._on_location,
+                                     qos.STATE)
         self._select = self.create_client(SetParametersAtomically, f"{world}/set_parameters_atomically")
         self._get_state = self.create_client(GetState, f"{decision}/get_state")
         self._change_state = self.create_client(ChangeState, f"{decision}/change_state")
@@ -152,8 +158,10 @@ class SupervisorNode(Node):
             self._live_runs += 1
             self._run, self._state = self._live_runs, "running"
             self._select_floor = self._run - 1
+            # The run is announced (and the camera looks) only once the vehicle is at the start, so
+            # nothing is captured, or turned in place, on the way there.
             self._episode = LiveEpisode(task.episode.start, self._config.max_steps)
-            self._publish_live_episode("running")
+            self._announced = False
             start = task.world.graph.nodes[task.episode.start]
             self._publish_command(GoalField(lat=start.lat, lon=start.lon, alt_m=self._altitude_m),
                                   f"to the start of episode {task.episode.episode_id}")
@@ -208,6 +216,7 @@ class SupervisorNode(Node):
         if self._episode is not None:
             if not self._episode.arrive(view_set.node) or self._pending is not None:
                 return  # still at the node acted on: the vehicle has not arrived anywhere new
+            self._goal = None
             self._publish_live_episode("running")
             if self._episode.done:
                 self._finish_live()
@@ -273,9 +282,18 @@ class SupervisorNode(Node):
         self._publish_command(goal, guidance.text, view_set.view_set_id)
 
     def _publish_command(self, command: Any, reason: str, view_set_id: Optional[str] = None) -> None:
+        """A goal is sent again every second until the vehicle arrives somewhere new (a bridge
+        that started late or lost it still gets it; a bridge's watchdog sees a live supervisor);
+        a hold replaces it."""
         stamp = convert.stamp_from_msg(self.get_clock().now().to_msg())
-        self._command_pub.publish(convert.to_string(CommandMsg(stamp=stamp, command=command, reason=reason,
-                                                               view_set_id=view_set_id)))
+        msg = CommandMsg(stamp=stamp, command=command, reason=reason, view_set_id=view_set_id)
+        self._command_pub.publish(convert.to_string(msg))
+        self._goal = (msg, time.monotonic()) if isinstance(command, GoalField) else None
+
+    def _repeat_goal(self, now: float) -> None:
+        if self._goal is not None and self._pending is None and now - self._goal[1] >= 1.0:
+            msg = self._goal[0]
+            self._publish_command(msg.command, msg.reason, msg.view_set_id)
 
     def _publish_live_episode(self, status: str) -> None:
         assert self._session is not None and self._episode is not None
@@ -346,6 +364,19 @@ class SupervisorNode(Node):
             self._max_run = max(self._max_run, self._latest_episode.task.run)
         self._advance()
 
+    def _on_location(self, msg: String) -> None:
+        """Live: announce the run once the vehicle stands on the task's start node."""
+        if self._episode is None or self._announced or self._session is None:
+            return
+        try:
+            location = parse(LocationMsg, msg.data)
+        except ValidationError as exc:
+            self.get_logger().warning(f"ignored a malformed location: {exc.errors()[:1]}")
+            return
+        if location.status == "on-node" and location.node == self._session.episode.start:
+            self._announced = True
+            self._publish_live_episode("running")
+
     def _on_decision(self, msg: String) -> None:
         try:
             decision = parse(DecisionMsg, msg.data)
@@ -370,6 +401,8 @@ class SupervisorNode(Node):
             self.get_logger().warning(f"episode {self._session.episode.episode_id if self._session else '?'} "
                                       f"not started after {self._select_timeout_s:g} s: selecting again")
             self._select_episode()
+        if self._live:
+            self._repeat_goal(now)
         if self._pending is not None and now - self._pending[2] > self._decision_timeout_s:
             if self._hold_since is None:
                 self._hold_since, self._holds = now, self._holds + 1

@@ -98,6 +98,8 @@ SUPERVISOR = RUN + (
               "(a motion goal for a vehicle bridge) or guidance (AR guidance for a walking user)"),
     ParamSpec("world_node", "/streetview_replay", "node serving view sets (views, images, episode, action)"),
     ParamSpec("decision_node", "/vlm_decision", "the lifecycle decision node"),
+    ParamSpec("localiser_node", "/graph_localiser", "live: the graph localiser, whose location says when the "
+              "vehicle has reached a task's start"),
     ParamSpec("manage_decision_node", True, "configure and activate the decision node, also after it restarts"),
     ParamSpec("decision_timeout_s", 10.0, "no decision within this long: hold, report, and wait for the node"),
     ParamSpec("select_timeout_s", 10.0, "repeat an episode selection the world node has not started by then"),

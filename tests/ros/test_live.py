@@ -31,10 +31,11 @@ def test_a_walked_camera_run_follows_the_guidance_and_scores_like_the_benchmark(
                              "--domain-id", str(ros_domain), "--timeout", "200"],
                             cwd=REPO, capture_output=True, text=True, timeout=260)
     assert result.returncode == 0, result.stdout + result.stderr + logs(out)
-    walker.wait(30)
-    got, expected = records(out), records(tmp_path / "cli")
-    assert [{k: r[k] for k in COMPARED} for r in got] == [{k: r[k] for k in COMPARED} for r in expected]
+    walker.wait(60)
     walked = json.loads(report.read_text())
+    got, expected = records(out), records(tmp_path / "cli")
+    assert [{k: r[k] for k in COMPARED} for r in got] == [{k: r[k] for k in COMPARED} for r in expected], (
+        json.dumps(walked["commands"])[-3000:] + logs(out))
     moves = [g for g in walked["guidance"] if g["action"] == "move"]
     assert moves and all(g["next_node"] in world.graph.nodes and g["distance_m"] > 0 for g in moves)
     assert all(g["relative_deg"] is None or -180 <= g["relative_deg"] <= 180 for g in moves)
