@@ -23,9 +23,8 @@ from cityseeker_ros.core.camera.rosbag import image_to_rgb
 from cityseeker_ros.core.environment import Observation
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.nodes.graph_localiser import load_city, location_from_msg
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter
+from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter, world_parameter
 from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Task, parse
 
 
@@ -39,7 +38,7 @@ class CameraIngestNode(Node):
                               f"got {p['image_format']!r}")
         self._image_format, self._jpeg_quality = p["image_format"], int(p["jpeg_quality"])
         self._max_views = int(p["max_views"])
-        world = load_city(p["data"], p["dataset"], p["city"]) if p["data"] else None
+        world = world_parameter(p["data"], p["dataset"], p["city"]) if p["data"] else None
         self._source = make_frame_source(p["source"], world, json_parameter("source_params", p["source_params"]))
         self._builder = ViewSetBuilder(self._source, world, int(p["max_steps"]))
         self._task: Optional[Task] = None
@@ -89,7 +88,7 @@ class CameraIngestNode(Node):
 
     def _on_location(self, msg: String) -> None:
         try:
-            loc = location_from_msg(parse(LocationMsg, msg.data))
+            loc = convert.location_from_msg(parse(LocationMsg, msg.data))
         except (ValidationError, ValueError) as exc:
             self.get_logger().warning(f"ignored a malformed location: {exc}")
             return

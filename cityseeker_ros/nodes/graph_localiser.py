@@ -8,8 +8,6 @@ converts messages; core.localisation.GraphLocaliser does the work.
 """
 from __future__ import annotations
 
-import math
-from pathlib import Path
 from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -18,52 +16,17 @@ from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 from std_msgs.msg import String
 
-from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.directions import RelativeDirection
+from cityseeker_ros.core.airsim.frames import Quaternion, yaw_from_quat
 from cityseeker_ros.core.episode import World
 from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.localisation import GraphLocaliser, Localisation, LocalisationStatus, WalkableHeading
+from cityseeker_ros.core.localisation import GraphLocaliser, Localisation, LocalisationStatus
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare
-from cityseeker_ros.ros.schema import LocationMsg, Stamp, WalkableField
+from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare, world_parameter
+from cityseeker_ros.ros.schema import Stamp
 
 LEVELS = {LocalisationStatus.ON_NODE: "ok", LocalisationStatus.BETWEEN: "ok",
           LocalisationStatus.OFF_GRAPH: "warn", LocalisationStatus.NO_FIX: "warn"}
-
-
-def load_city(data: str, dataset: str, city: str) -> World:
-    """The one world of `data`, or the one named `city`; parameters named when wrong."""
-    if not data:
-        raise ConfigError("parameter data is required: a dataset folder with the street graph")
-    worlds = load_dataset(Path(data), dataset)
-    if city:
-        chosen = [w for w in worlds if w.city == city]
-        if not chosen:
-            raise ConfigError(f"parameter city: {city!r} is not in {data}; cities: "
-                              f"{', '.join(w.city for w in worlds)}")
-        return chosen[0]
-    if len(worlds) != 1:
-        raise ConfigError(f"parameter city is required: {data} holds {len(worlds)} cities "
-                          f"({', '.join(w.city for w in worlds)})")
-    return worlds[0]
-
-
-def location_to_msg(loc: Localisation, stamp: Stamp) -> LocationMsg:
-    walkable = [WalkableField(index=w.index, heading_deg=w.heading_deg, relative_deg=w.relative_deg,
-                              direction=w.direction.value if w.direction is not None else None, target=w.target)
-                for w in loc.walkable]
-    return LocationMsg(stamp=stamp, status=loc.status.value, node=loc.node_id, distance_m=loc.distance_m,
-                       heading_deg=loc.heading_deg, heading_source=loc.heading_source, walkable=walkable,
-                       lat=loc.lat, lon=loc.lon, reason=loc.reason)
-
-
-def location_from_msg(msg: LocationMsg) -> Localisation:
-    walkable = tuple(WalkableHeading(w.index, w.heading_deg, w.relative_deg,
-                                     RelativeDirection(w.direction) if w.direction else None, w.target)
-                     for w in msg.walkable)
-    return Localisation(LocalisationStatus(msg.status), msg.node, msg.distance_m, msg.heading_deg, msg.heading_source,
-                        walkable, msg.lat, msg.lon, msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.reason)
 
 
 def _origin(text: str, world: World) -> tuple[float, float]:
@@ -76,11 +39,6 @@ def _origin(text: str, world: World) -> tuple[float, float]:
     return lat, lon
 
 
-def _yaw(q: Any) -> float:
-    """ENU yaw (counter-clockwise from east) of a quaternion."""
-    return math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-
-
 class GraphLocaliserNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("graph_localiser", **kwargs)
@@ -88,7 +46,7 @@ class GraphLocaliserNode(Node):
         p = {spec.name: self.get_parameter(spec.name).value for spec in GRAPH_LOCALISER}
         if p["input"] not in ("fix", "odom"):
             raise ConfigError(f"parameter input must be 'fix' or 'odom', got {p['input']!r}")
-        self._world = load_city(p["data"], p["dataset"], p["city"])
+        self._world = world_parameter(p["data"], p["dataset"], p["city"])
         origin = _origin(p["odom_origin"], self._world) if p["input"] == "odom" else None
         self._localiser = GraphLocaliser(self._world.graph, snap_radius_m=float(p["snap_radius_m"]),
                                          hysteresis_m=float(p["hysteresis_m"]), off_graph_m=float(p["off_graph_m"]),
@@ -115,15 +73,15 @@ class GraphLocaliserNode(Node):
 
     def _on_odom(self, msg: Odometry) -> None:
         stamp = convert.stamp_from_msg(msg.header.stamp)
-        position = msg.pose.pose.position
-        loc = self._localiser.update_local(position.x, position.y, _yaw(msg.pose.pose.orientation),
+        position, o = msg.pose.pose.position, msg.pose.pose.orientation
+        loc = self._localiser.update_local(position.x, position.y, yaw_from_quat(Quaternion(o.w, o.x, o.y, o.z)),
                                            stamp.sec + stamp.nanosec * 1e-9)
         self._publish(loc, stamp)
 
     def _publish(self, loc: Localisation, stamp: Stamp) -> None:
         changed = self._last is None or self._last.status != loc.status or self._last.node_id != loc.node_id
         self._last, self._fixes = loc, self._fixes + 1
-        self._location_pub.publish(convert.to_string(location_to_msg(loc, stamp)))
+        self._location_pub.publish(convert.to_string(convert.location_to_msg(loc, stamp)))
         if changed:  # a status change is news now, not at the next period
             self._publish_diagnostics()
 

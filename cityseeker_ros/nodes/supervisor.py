@@ -101,6 +101,7 @@ class SupervisorNode(Node):
         self._latest_views: Optional[ViewSetMsg] = None
         self._latest_episode: Optional[EpisodeMsg] = None
         self._handled: Optional[str] = None  # view set id last acted on
+        self._view_set_times: list[float] = []  # when each view set of this round was acted on
         self._pending: Optional[tuple[ViewSetMsg, Observation, float]] = None  # asked, sent at
         self._hold_since: Optional[float] = None
         self._holds = 0
@@ -153,11 +154,10 @@ class SupervisorNode(Node):
         self._session = EpisodeSession(task.world, task.episode, task.seed, round, self._config, self._supervisor)
         self._run, self._handled, self._pending = 0, None, None
         self._state, self._reason = "selecting", ""
-        self._view_set_times: list[float] = []
+        self._view_set_times = []
         if self._live:
             self._live_runs += 1
             self._run, self._state = self._live_runs, "running"
-            self._select_floor = self._run - 1
             # The run is announced (and the camera looks) only once the vehicle is at the start, so
             # nothing is captured, or turned in place, on the way there.
             self._episode = LiveEpisode(task.episode.start, self._config.max_steps)

@@ -27,16 +27,19 @@ from cityseeker_ros.core.directions import RelativeDirection
 from cityseeker_ros.core.environment import STOP, Action, Observation, View, move, retrace
 from cityseeker_ros.core.episode import Episode
 from cityseeker_ros.core.guidance import Guidance
+from cityseeker_ros.core.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.policies.base import Decision
 from cityseeker_ros.ros.schema import (
     ActionField,
     DecisionMsg,
     GuidanceMsg,
+    LocationMsg,
     Record,
     Stamp,
     Task,
     ViewEntry,
     ViewSetMsg,
+    WalkableField,
 )
 
 IMAGE_FORMATS = {"jpeg": "JPEG", "png": "PNG"}
@@ -212,3 +215,22 @@ def guidance_msg(guidance: Guidance, view_set: ViewSetMsg, stamp: Stamp) -> Guid
                        heading_deg=guidance.heading_deg, relative_deg=guidance.relative_deg,
                        direction=guidance.direction, distance_m=guidance.distance_m, reason=guidance.text,
                        confidence=guidance.confidence)
+
+
+# -- localisation ------------------------------------------------------------------------------
+
+def location_to_msg(loc: Localisation, stamp: Stamp) -> LocationMsg:
+    walkable = [WalkableField(index=w.index, heading_deg=w.heading_deg, relative_deg=w.relative_deg,
+                              direction=w.direction.value if w.direction is not None else None, target=w.target)
+                for w in loc.walkable]
+    return LocationMsg(stamp=stamp, status=loc.status.value, node=loc.node_id, distance_m=loc.distance_m,
+                       heading_deg=loc.heading_deg, heading_source=loc.heading_source, walkable=walkable,
+                       lat=loc.lat, lon=loc.lon, reason=loc.reason)
+
+
+def location_from_msg(msg: LocationMsg) -> Localisation:
+    walkable = tuple(WalkableHeading(w.index, w.heading_deg, w.relative_deg,
+                                     RelativeDirection(w.direction) if w.direction else None, w.target)
+                     for w in msg.walkable)
+    return Localisation(LocalisationStatus(msg.status), msg.node, msg.distance_m, msg.heading_deg, msg.heading_source,
+                        walkable, msg.lat, msg.lon, msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.reason)

@@ -35,11 +35,23 @@ def written_keys(out: Path) -> set[tuple[str, int]]:
     return keys
 
 
-def summary_current(out: Path, wanted: set[tuple[str, int]]) -> bool:
-    """Every wanted task is written and summary.json was rewritten after the last of them."""
-    episodes, summary = out / EPISODES_FILE, out / SUMMARY_FILE
-    return (wanted <= written_keys(out) and summary.is_file()
-            and summary.stat().st_mtime_ns >= episodes.stat().st_mtime_ns)
+class Completion:
+    """Whether every wanted task is written and summary.json was rewritten after the last of
+    them. The runner polls it, so episodes.jsonl is parsed again only when it has changed."""
+
+    def __init__(self, out: Path, wanted: list[tuple[str, int]]) -> None:
+        self.out, self.wanted = Path(out), set(wanted)
+        self._seen: Optional[tuple[int, int]] = None  # (mtime, size) of the episodes.jsonl parsed
+        self._keys: set[tuple[str, int]] = set()
+
+    def __call__(self) -> bool:
+        episodes, summary = self.out / EPISODES_FILE, self.out / SUMMARY_FILE
+        if not episodes.is_file() or not summary.is_file():
+            return False
+        stat = episodes.stat()
+        if (stat.st_mtime_ns, stat.st_size) != self._seen:
+            self._seen, self._keys = (stat.st_mtime_ns, stat.st_size), written_keys(self.out)
+        return self.wanted <= self._keys and summary.stat().st_mtime_ns >= stat.st_mtime_ns
 
 
 @contextlib.contextmanager
@@ -80,7 +92,7 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
               flush=True)
         with Runner(nodes, out / "ros", ros.ros_env(domain_id=domain_id_used), single_process=single_process) as runner:
             runner.start()
-            runner.watch(lambda: summary_current(out, set(wanted)), timeout_s)
+            runner.watch(Completion(out, wanted), timeout_s)
     return json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cityseeker_ros.core.benchmark import BenchmarkConfig
+from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
+from cityseeker_ros.core.episode import World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
 
@@ -190,6 +193,24 @@ NODES: dict[str, tuple[ParamSpec, ...]] = {
 }
 
 
+def world_parameter(data: str, dataset: str, city: str) -> World:
+    """The world the data, dataset and city parameters name: the one world of `data`, or the
+    one named `city`; the parameter is named when wrong."""
+    if not data:
+        raise ConfigError("parameter data is required: a dataset folder with the street graph")
+    worlds = load_dataset(Path(data), dataset)
+    if city:
+        chosen = [w for w in worlds if w.city == city]
+        if not chosen:
+            raise ConfigError(f"parameter city: {city!r} is not in {data}; cities: "
+                              f"{', '.join(w.city for w in worlds)}")
+        return chosen[0]
+    if len(worlds) != 1:
+        raise ConfigError(f"parameter city is required: {data} holds {len(worlds)} cities "
+                          f"({', '.join(w.city for w in worlds)})")
+    return worlds[0]
+
+
 def json_parameter(name: str, text: str, kind: type = dict) -> Any:
     """A JSON-valued string parameter ('' is empty); errors name the parameter."""
     try:
@@ -212,7 +233,7 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
     Errors name the parameter."""
     from cityseeker_ros.core.supervisor import parse_strategy
 
-    def parsed(name: str, kind: type) -> Any:
+    def parsed(name: str, kind: type = dict) -> Any:
         return json_parameter(name, values[name], kind)
 
     strategies = [parse_strategy(s) if isinstance(s, str) else s for s in parsed("strategies", list)]
@@ -224,11 +245,11 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
         raise ConfigError("parameter data is required: a dataset folder")
     config = BenchmarkConfig(
         data=values["data"], policy=values["policy"], dataset=values["dataset"],
-        policy_params=policy_params(parsed("policy_params", dict), values["backend"], values["model"]),
+        policy_params=policy_params(parsed("policy_params"), values["backend"], values["model"]),
         seeds=[int(s) for s in values["seeds"]],
         max_steps=int(values["max_steps"]), max_invalid_retries=int(values["max_invalid_retries"]),
         limit=int(values["limit"]) or None, dtw_threshold_m=float(values["dtw_threshold_m"]),
-        views=values["views"] or None, view_params=parsed("view_params", dict), strategies=strategies,
+        views=values["views"] or None, view_params=parsed("view_params"), strategies=strategies,
         rounds=int(values["rounds"]), max_backtracks=int(values["max_backtracks"]),
         follow_hints=values["follow_hints"], memory=values["memory"] or None)
     config.validate()

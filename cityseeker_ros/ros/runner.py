@@ -43,10 +43,8 @@ class NodeSpec:
 
     def ros_args(self, params_file: Path) -> list[str]:
         args = ["--ros-args", "-r", f"__node:={self.name}"]
-        default = ros.config_file(f"{self.module.rsplit('.', 1)[-1]}.yaml")
-        if default.is_file():
-            args += ["--params-file", str(default)]
-        args += ["--params-file", str(params_file)]
+        default = ros.config_file(f"{self.module.rsplit('.', 1)[-1]}.yaml")  # every node has one
+        args += ["--params-file", str(default), "--params-file", str(params_file)]
         for old, new in self.remaps:
             args += ["-r", f"{old}:={new}"]
         return args

@@ -154,3 +154,14 @@ def test_diagnostic_status():
     status = convert.diagnostic_status("/replay: replay", "warn", "late", {"step": 3, "node": "a"})
     assert status.level == status.WARN and [(kv.key, kv.value) for kv in status.values] == [("step", "3"),
                                                                                             ("node", "a")]
+
+
+def test_a_location_round_trips_through_its_record(tiny_world):
+    from cityseeker_ros.core.localisation import GraphLocaliser
+    from cityseeker_ros.ros.schema import LocationMsg
+
+    node = next(iter(tiny_world.graph.nodes.values()))
+    loc = GraphLocaliser(tiny_world.graph).update(node.lat, node.lon, 90.0, stamp=12.5)
+    assert loc.walkable and loc.status.value == "on-node"
+    msg = parse(LocationMsg, convert.location_to_msg(loc, Stamp(sec=12, nanosec=500_000_000)).to_json())
+    assert convert.location_from_msg(msg) == loc
