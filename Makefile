@@ -28,7 +28,7 @@ demo: $(BIN)/cityseeker fonts
 	$(BIN)/cityseeker report $(DEMO_OUT)
 
 test: $(BIN)/cityseeker fonts
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 clean-demo:
 	rm -rf $(DEMO_WORLD) $(DEMO_OUT)

@@ -14,6 +14,7 @@ from cityseeker_ros import __version__
 from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
+from cityseeker_ros.core.redact import redact_logging, redact_text
 
 METRIC_ORDER = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as",
                 "solvable")
@@ -38,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("benchmark", help="run a policy over a dataset and score it")
     _benchmark_options(b)
-    b.add_argument("--no-progress", action="store_true")
+    _executor_options(b)
+    b.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     run = sub.add_parser("run", help="start a node set over ROS 2 without ros2 launch (pip-only machines)")
     run_sub = run.add_subparsers(dest="run_command", required=True)
@@ -59,14 +61,16 @@ def build_parser() -> argparse.ArgumentParser:
     rc.add_argument("--fix-topic", default="/fix", help="the device's NavSatFix topic (default /fix)")
     _runner_options(rc)
     ra = run_sub.add_parser("airsim", help="airsim.launch.py's nodes: a drone in AirSim behind the safety gate",
-                            description="Start airsim_bridge, graph_localiser, camera_ingest (yaw in place), "
+                            description="Start airsim_bridge, graph_localiser, camera_ingest (turns the camera), "
                             "vlm_decision, supervisor (live) and evaluator against a running AirSim.")
     _benchmark_options(ra)
-    ra.add_argument("--host", default="127.0.0.1")
-    ra.add_argument("--port", type=int, default=41451)
+    ra.add_argument("--host", default="127.0.0.1", help="AirSim RPC server host (default 127.0.0.1)")
+    ra.add_argument("--port", type=int, default=41451, help="AirSim RPC server port (default 41451)")
     ra.add_argument("--anchor", required=True, help="JSON: where AirSim's origin is in the world, e.g. "
                     "'{\"lat\": 43.7384, \"lon\": 7.4246}'")
-    ra.add_argument("--motion", default="teleport", choices=("teleport", "fly"))
+    ra.add_argument("--motion", default="teleport", choices=("teleport", "fly"),
+                    help="teleport: set the drone's pose at each node (default); fly: fly there behind the "
+                    "safety gate (needs --safety-config)")
     ra.add_argument("--safety-config", default="", help="YAML safety config (geofence, limits; required to fly)")
     ra.add_argument("--altitude", type=float, default=0.0, help="goal altitude above home, metres")
     ra.add_argument("--camera-param", action="append", type=_param, metavar="KEY=VALUE",
@@ -76,17 +80,20 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Play BAG's view sets and images into a fresh decision node with --policy, "
                             "record its decisions into --out-bag, then compare them with the recorded ones "
                             "(OUT_BAG.eval/redecide.json). `cityseeker bag eval BAG --data D` re-scores offline.")
-    rg.add_argument("bag", type=Path)
+    rg.add_argument("bag", type=Path, help="the recorded bag to play")
     rg.add_argument("--out-bag", type=Path, required=True, help="bag to record the new decisions into (new)")
-    rg.add_argument("--policy", required=True)
+    rg.add_argument("--policy", required=True, help="the policy that decides every recorded step again")
     rg.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE", help="policy parameter")
     rg.add_argument("--data", default="", help="dataset, for a privileged policy")
     rg.add_argument("--rate", type=float, default=1.0, help="playback rate (default 1: recorded timing)")
-    rg.add_argument("--views-topic", default="/supervisor/views")
-    rg.add_argument("--images-topic", default="/streetview_replay/images")
+    rg.add_argument("--views-topic", default="/supervisor/views",
+                    help="the recorded view sets to decide again (default /supervisor/views)")
+    rg.add_argument("--images-topic", default="/streetview_replay/images",
+                    help="the recorded images, for an image policy (default /streetview_replay/images)")
     rg.add_argument("--settle", type=float, default=10.0, help="seconds after playback for the last decision")
-    rg.add_argument("--timeout", type=float)
-    rg.add_argument("--domain-id", type=int)
+    rg.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
+    rg.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
+                    "leased on this host)")
     a = sub.add_parser("ablate", help="run every policy under every set of BCR strategies (the paper's Table 3)",
                        description="Run each policy under each cell (a set of BCR strategies) into OUT/POLICY/CELL/ "
                        "(resumable: rerun the same command), then write OUT/ablation.json, .md and .html.")
@@ -109,30 +116,32 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--limit", type=int, help="only the first K episodes")
     a.add_argument("--workers", type=int, help="parallel processes per run (default 1)")
     a.add_argument("--batch-size", type=int, help="episodes run in lockstep per process (default 1)")
+    _executor_options(a)
     a.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
     a.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
                    help="view source parameter (repeatable)")
     a.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
     a.add_argument("--follow-hints", choices=("auto", "prompt", "force"), help="B3 hints (default auto)")
     a.add_argument("--out", type=Path, help="output folder (required)")
-    a.add_argument("--no-progress", action="store_true")
+    a.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     r = sub.add_parser("report", help="write report.html and report.md for a benchmark output")
-    r.add_argument("out", type=Path)
+    r.add_argument("out", type=Path, help="a benchmark output folder (with summary.json)")
 
     v = sub.add_parser("validate", help="check a dataset folder and report every problem")
-    v.add_argument("data", type=Path)
-    v.add_argument("--dataset", default="auto")
-    v.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS)
+    v.add_argument("data", type=Path, help="a city folder, or a folder of city folders")
+    v.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
+    v.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"step budget the executability check uses (default {DEFAULT_MAX_STEPS})")
 
     w = sub.add_parser("world", help="build, dress, inspect and render worlds")
     wsub = w.add_subparsers(dest="world_command", required=True)
     syn = wsub.add_parser("synth", help="generate the small synthetic grid town (no imagery)")
-    syn.add_argument("--out", required=True, type=Path)
-    syn.add_argument("--seed", type=int, default=0)
+    syn.add_argument("--out", required=True, type=Path, help="world folder to write")
+    syn.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     bld = wsub.add_parser("build", help="build a world folder from OpenStreetMap data")
     bld.add_argument("source", help="a packaged extract (monaco, helsinki) or a path to an .osm.pbf file")
-    bld.add_argument("--out", required=True, type=Path)
+    bld.add_argument("--out", required=True, type=Path, help="world folder to write")
     bld.add_argument("--name", help="world name (default: the source's)")
     bld.add_argument("--bbox", type=_bbox, help="clip to MIN_LON,MIN_LAT,MAX_LON,MAX_LAT")
     bld.add_argument("--seed", type=int, default=0, help="task generator seed")
@@ -141,20 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
     bld.add_argument("--cache", type=Path, help="download cache (default $CITYSEEKER_CACHE or ~/.cache/cityseeker)")
     drs = wsub.add_parser("dress", help="dress a CitySeeker city's real graph with synthetic facades and signs")
     drs.add_argument("data", type=Path, help="a CitySeeker release city folder (connections.json, question.json)")
-    drs.add_argument("--out", required=True, type=Path)
-    drs.add_argument("--seed", type=int, default=0)
+    drs.add_argument("--out", required=True, type=Path, help="world folder to write")
+    drs.add_argument("--seed", type=int, default=0, help="seed of the facades and shop signs (default 0)")
     inf = wsub.add_parser("info", help="print a world folder's counts")
-    inf.add_argument("world", type=Path)
+    inf.add_argument("world", type=Path, help="a world folder")
     ren = wsub.add_parser("render", help="render a view or a panorama at a node, and list its visible signs")
-    ren.add_argument("world", type=Path)
-    ren.add_argument("--node", required=True)
+    ren.add_argument("world", type=Path, help="a world folder with scene.json (built or dressed)")
+    ren.add_argument("--node", required=True, help="the graph node to render from")
     ren.add_argument("--heading", type=float, help="absolute heading, degrees (default: the node's heading)")
     ren.add_argument("--panorama", action="store_true", help="an equirectangular panorama instead of a view")
-    ren.add_argument("--fov", type=float, default=90.0)
+    ren.add_argument("--fov", type=float, default=90.0, help="horizontal field of view, degrees (default 90)")
     ren.add_argument("--size", type=_size, help="WIDTHxHEIGHT (default 640x480, panorama 2048x1024)")
     ren.add_argument("--set", action="append", type=_param, default=[], metavar="KEY=VALUE",
                      help="render setting (difficulty knob), e.g. blur_sigma=1.5 or signs=false")
-    ren.add_argument("--out", required=True, type=Path, help="PNG file to write")
+    ren.add_argument("--out", required=True, type=Path, help="image to write: .png, or .jpg/.jpeg for JPEG")
     from cityseeker_ros.bag.cli import add_parser as add_bag_parser
 
     add_bag_parser(sub)
@@ -198,6 +207,15 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--out", type=Path, help="output folder (required)")
 
 
+def _executor_options(p: argparse.ArgumentParser) -> None:
+    from cityseeker_ros.core.executors import EXECUTORS
+
+    p.add_argument("--executor", help=f"where episodes run (default local: this process, or --workers "
+                   f"processes); one of: {', '.join(EXECUTORS.names())} (docs/distributed.md)")
+    p.add_argument("--ray-address", help="--executor ray: the cluster to join (HOST:PORT or ray://HOST:PORT); "
+                   "default: start a local Ray instance")
+
+
 def _runner_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--single-process", action="store_true", help="all nodes in one process, one "
                    "single-threaded executor")
@@ -233,13 +251,13 @@ BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy":
                                       "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
                                       "view_param": {}, "backend": None, "model": None, "backend_param": {},
                                       "strategy": [], "rounds": 1, "max_backtracks": 3, "follow_hints": "auto",
-                                      "memory": None}
+                                      "memory": None, "executor": "local", "ray_address": None}
 
 
 ABLATE_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policies": None, "cells": None, "seeds": 1,
                                    "rounds": 1, "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
                                    "batch_size": 1, "views": None, "view_param": {}, "max_backtracks": 3,
-                                   "follow_hints": "auto", "out": None}
+                                   "follow_hints": "auto", "out": None, "executor": "local", "ray_address": None}
 
 
 def load_options(path: Path, defaults: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -270,6 +288,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.benchmark import Benchmark
 
     config, out = benchmark_config(args)
+    warn_if_blind(config.policy, config.views)
     summary = Benchmark(config).run(out, progress=not args.no_progress)
     print(format_summary(summary))
     print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
@@ -311,7 +330,8 @@ def benchmark_config(args: argparse.Namespace):
                              view_params=options["view_param"], strategies=strategy_specs(options["strategy"]),
                              rounds=options["rounds"], max_backtracks=options["max_backtracks"],
                              follow_hints=options["follow_hints"],
-                             memory=str(options["memory"]) if options["memory"] else None)
+                             memory=str(options["memory"]) if options["memory"] else None,
+                             executor=options["executor"], ray_address=options["ray_address"])
     return config, out
 
 
@@ -330,7 +350,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     config, out = benchmark_config(args)
     timeout = args.decision_timeout
-    if args.run_command == "benchmark":
+    if args.run_command == "benchmark":  # camera and airsim take their images from the camera
+        warn_if_blind(config.policy, config.views)
+
         def make(todo):
             return node_sets.benchmark_nodes(config, out, todo, decision_timeout_s=timeout)
     elif args.run_command == "camera":
@@ -376,13 +398,28 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         cells=ablation.cells_from(cells), seeds=list(range(seeds)), rounds=options["rounds"],
         max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
         batch_size=options["batch_size"], views=options["views"], view_params=options["view_param"],
-        max_backtracks=options["max_backtracks"], follow_hints=options["follow_hints"])
+        max_backtracks=options["max_backtracks"], follow_hints=options["follow_hints"],
+        executor=options["executor"], ray_address=options["ray_address"])
+    for policy in config.policies:
+        warn_if_blind(policy["policy"], config.views)
     out = Path(options["out"])
     doc = ablation.run_ablation(config, out, progress=not args.no_progress)
     tables = ablation.ablation_tables(doc)
     print("\n".join(render_table_md(t) for t in tables[:2 if doc["baseline"] else 1]))
     print(f"wrote {out / 'ablation.json'}, {out / 'ablation.md'}, {out / 'ablation.html'}")
     return 0
+
+
+def warn_if_blind(policy: str, views: Optional[str]) -> None:
+    """An image policy given no view source sees no pixels and would run blind without a word;
+    say so on stderr, with the flag that gives it images. An unknown name fails later, listing the known."""
+    from cityseeker_ros.core.policies import POLICIES
+    from cityseeker_ros.core.views import VIEW_SOURCES
+
+    if views or policy not in POLICIES or not POLICIES.get(policy).uses_images:
+        return
+    print(f"cityseeker: warning: policy '{policy}' reads images but no --views is given, so it runs blind; "
+          f"add --views rendered (a world folder) or another of: {', '.join(VIEW_SOURCES.names())}", file=sys.stderr)
 
 
 def strategy_specs(values: Any) -> list[dict[str, Any]]:
@@ -500,6 +537,10 @@ def cmd_world_build(args: argparse.Namespace) -> int:
     for split in ("test", "dev"):
         counts = meta["tasks"][split]
         print(f"  {split} tasks: {sum(counts.values())} (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
+    stats = meta["build_stats"]
+    print(f"  time: {stats['osm_seconds']:.1f} s OSM + {stats['tasks_seconds']:.1f} s tasks")
+    for warning in meta["warnings"]:  # also in world.json under "warnings"
+        print(f"  warning: {warning}")
     return 0
 
 
@@ -522,16 +563,17 @@ def cmd_world_info(args: argparse.Namespace) -> int:
 
 
 def cmd_world_render(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.render import Renderer, RenderSettings, save_png
+    from cityseeker_ros.core.render import Renderer, RenderSettings
+    from cityseeker_ros.core.render.view import IMAGE_FORMATS, save_image
     from cityseeker_ros.core.worlds.folder import load_scene_and_graph
 
+    if args.out.suffix.lower() not in IMAGE_FORMATS:  # before the render, so nothing is half done
+        raise ConfigError(f"--out {args.out}: unknown image type {args.out.suffix or '(no suffix)'!r}; "
+                          f"use one of {', '.join(IMAGE_FORMATS)}")
     scene, graph = load_scene_and_graph(args.world)
     if args.node not in graph:
         raise ConfigError(f"--node {args.node}: not a node of {args.world} (e.g. {next(iter(graph.nodes))})")
-    try:
-        renderer = Renderer(scene, graph, RenderSettings(**dict(args.set)))
-    except TypeError as exc:
-        raise ConfigError(f"--set: unknown render setting ({exc})") from None
+    renderer = Renderer(scene, graph, RenderSettings.from_mapping(dict(args.set), "--set"))
     if args.panorama:
         w, h = args.size or (2048, 1024)
         view = renderer.panorama(args.node, width=w, height=h)
@@ -539,7 +581,7 @@ def cmd_world_render(args: argparse.Namespace) -> int:
         w, h = args.size or (640, 480)
         heading = graph.nodes[args.node].heading if args.heading is None else args.heading
         view = renderer.perspective(args.node, heading, fov_deg=args.fov, width=w, height=h)
-    save_png(args.out, view.image)
+    save_image(args.out, view.image)
     print(f"wrote {args.out} ({w}x{h}, SYNTHETIC imagery)")
     for sign in view.signs:
         print(f"  sign {sign.text!r} ({sign.poi_class}) at {sign.distance_m:.1f} m, bbox {sign.bbox}"
@@ -563,11 +605,12 @@ def _bag_run(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    redact_logging()  # no credential reaches the terminal or a captured log
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except CitySeekerError as exc:
-        print(f"cityseeker: error: {exc}", file=sys.stderr)
+        print(f"cityseeker: error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()

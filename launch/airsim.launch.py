@@ -7,7 +7,7 @@ benchmark, with the vehicle behind a safety gate.
 airsim_bridge turns /supervisor/command goals into AirSim motion (teleport or fly) only while
 the supervisor's heartbeat is alive, inside the geofence and limits of `safety_config`, and
 holds on a lost decision or /estop; graph_localiser snaps its fix to the graph; camera_ingest
-yaws the vehicle in place for one view per walkable direction. sim/airsim/settings.json is the
+turns the vehicle's camera (never the vehicle) for one view per walkable direction. sim/airsim/settings.json is the
 matching camera setup.
 """
 import os

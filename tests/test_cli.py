@@ -44,6 +44,8 @@ def test_shipped_config_is_valid(tiny_city, tmp_path):
     (["benchmark", "--data", "{city}", "--policy", "gpt", "--out", "{tmp}/x"], "unknown policy 'gpt'; known:"),
     (["benchmark", "--data", "{tmp}/missing", "--policy", "random", "--out", "{tmp}/x"], "no such directory"),
     (["benchmark", "--data", "{city}", "--out", "{tmp}/x"], "--policy is required"),
+    (["run", "camera", "--data", "{city}", "--out", "{tmp}/x"], "--policy is required"),
+    (["run", "airsim", "--data", "{city}", "--anchor", "{{}}", "--out", "{tmp}/x"], "--policy is required"),
     (["benchmark", "--data", "{city}", "--policy", "random", "--out", "{tmp}/x", "--seeds", "0"], "--seeds must be"),
     (["benchmark", "--config", "{tmp}/nope.yaml"], "nope.yaml: no such file"),
     (["report", "{tmp}"], "no summary.json here"),
@@ -68,3 +70,179 @@ def test_bad_config_keys_and_types(tiny_city, tmp_path, capsys):
     cfg.write_text("[unclosed\n")
     assert main(["benchmark", "--config", str(cfg)]) == 2
     assert "invalid YAML" in capsys.readouterr().err
+
+
+def _hk6_with(tmp_path, hk6, edit) -> Path:
+    """HongKong_6 with `edit` applied to its episodes, in tmp_path (the graph is linked, not copied)."""
+    city = tmp_path / "HongKong_6"
+    city.mkdir()
+    (city / "connections.json").symlink_to(hk6 / "connections.json")
+    episodes = json.loads((hk6 / "question.json").read_text(encoding="utf-8"))
+    edit(episodes)
+    (city / "question.json").write_text(json.dumps(episodes), encoding="utf-8")
+    return city
+
+
+@pytest.mark.parametrize("edit, where", [
+    (lambda q: q[5].__setitem__("question_idx", str(q[3]["question_idx"])), "record 5: field 'question_idx'"),
+    (lambda q: q.clear(), "no episodes: the list is empty"),
+])
+def test_benchmark_refuses_data_that_would_lose_records_and_writes_nothing(tmp_path, hk6, edit, where):
+    """Before, ids 3 and "3" ran as one episode: 176 of 177 records, exit 0; an empty file ran 0."""
+    data, out = _hk6_with(tmp_path, hk6, edit), tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "cityseeker_ros", "benchmark", "--data", str(data), "--policy",
+                           "random", "--out", str(out), "--no-progress"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("cityseeker: error:") and len(proc.stderr.strip().splitlines()) == 1
+    assert f"{data / 'question.json'}: {where}" in proc.stderr
+    assert not out.exists()
+    assert main(["validate", str(data)]) == 1
+
+
+@pytest.fixture
+def dressed_tiny(tiny_city, tmp_path) -> Path:
+    """The tiny city dressed with synthetic facades: a world folder `world render` can draw."""
+    world = tmp_path / "world"
+    assert main(["world", "dress", str(tiny_city), "--out", str(world)]) == 0
+    return world
+
+
+@pytest.mark.parametrize("name, kind", [("v.png", "PNG"), ("v.jpg", "JPEG"), ("v.JPEG", "JPEG")])
+def test_world_render_writes_the_format_its_out_suffix_names(dressed_tiny, tmp_path, name, kind):
+    from PIL import Image
+
+    out = tmp_path / name
+    assert main(["world", "render", str(dressed_tiny), "--node", "00000001", "--size", "64x48", "--out", str(out)]) == 0
+    with Image.open(out) as image:
+        assert image.format == kind and image.size == (64, 48)
+
+
+@pytest.mark.parametrize("name", ["v.gif", "v"])
+def test_world_render_refuses_an_unknown_image_type_naming_out(dressed_tiny, tmp_path, name):
+    out = tmp_path / name
+    proc = subprocess.run([sys.executable, "-m", "cityseeker_ros", "world", "render", str(dressed_tiny), "--node",
+                           "00000001", "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"cityseeker: error: --out {out}: unknown image type")
+    assert ".png, .jpg, .jpeg" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_unknown_render_setting_lists_the_valid_ones(dressed_tiny, tmp_path, capsys):
+    from dataclasses import fields
+
+    from cityseeker_ros.core.render import RenderSettings
+
+    known = ", ".join(f.name for f in fields(RenderSettings))
+    argv = ["world", "render", str(dressed_tiny), "--node", "00000001", "--set", "blurr=1", "--out",
+            str(tmp_path / "v.png")]
+    assert main(argv) == 2
+    assert f"--set: unknown render setting(s) blurr; known: {known}" in capsys.readouterr().err
+    assert not (tmp_path / "v.png").exists()
+    # The same settings reach the rendered view source through --view-param.
+    argv = ["benchmark", "--data", str(dressed_tiny), "--policy", "random", "--views", "rendered", "--view-param",
+            "blurr=1", "--out", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 2
+    assert f"view source 'rendered': unknown render setting(s) blurr; known: {known}" in capsys.readouterr().err
+
+
+def test_image_policy_without_views_warns_once_naming_the_flag(tiny_city, tmp_path):
+    """Before, `--policy ocr-embed` with no --views ran every episode blind without a word."""
+    proc = subprocess.run([sys.executable, "-m", "cityseeker_ros", "benchmark", "--data", str(tiny_city), "--policy",
+                           "ocr-embed", "--max-steps", "2", "--out", str(tmp_path / "run"), "--no-progress"],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line.lower()]
+    assert len(warnings) == 1 and warnings[0].startswith("cityseeker: warning: policy 'ocr-embed' reads images")
+    assert "add --views rendered" in warnings[0]
+
+
+def test_blind_warning_only_for_image_policies_without_views(tiny_city, tmp_path, capsys):
+    from cityseeker_ros.cli import warn_if_blind
+    from cityseeker_ros.core.policies import POLICIES
+
+    for name in POLICIES.names():
+        warn_if_blind(name, None)
+        assert ("--views" in capsys.readouterr().err) == POLICIES.get(name).uses_images, name
+        warn_if_blind(name, "rendered")
+        assert capsys.readouterr().err == "", name
+    assert main(["benchmark", "--data", str(tiny_city), "--policy", "random", "--out", str(tmp_path / "r"),
+                 "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def _documented_commands() -> list[tuple[str, list[str]]]:
+    """Every `cityseeker ...` command in README.md and docs/*.md (continuation lines joined,
+    comments and `[optional]` parts dropped), as (file:line, argv)."""
+    import re
+    import shlex
+
+    found = []
+    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            match = re.match(r"^\s*(?:\.venv/bin/)?cityseeker\s(.*)$", line)
+            if not match:
+                continue
+            text, j = match.group(1), i
+            while text.rstrip().endswith("\\") and j + 1 < len(lines):
+                j += 1
+                text = text.rstrip()[:-1] + " " + lines[j].strip()
+            argv, depth = [], 0
+            for token in shlex.split(text, comments=True):
+                depth += token.startswith("[")
+                if not depth:
+                    argv.append(token)
+                depth -= token.endswith("]")
+            found.append((f"{path.relative_to(REPO)}:{i + 1}", argv))
+    return found
+
+
+@pytest.mark.parametrize("where, argv", _documented_commands(), ids=lambda v: v if isinstance(v, str) else "")
+def test_documented_commands_parse_with_their_required_options(where, argv):
+    """The README's `run camera` and `run airsim` lacked --policy and failed as written; every documented
+    command must at least parse, carry its required options, name a known view source, and give an
+    image policy its images (run camera / airsim take theirs from the camera)."""
+    from cityseeker_ros.cli import benchmark_config, build_parser
+    from cityseeker_ros.core.ablation import policies_from
+    from cityseeker_ros.core.policies import POLICIES
+    from cityseeker_ros.core.views import VIEW_SOURCES
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:
+        pytest.fail(f"{where}: `cityseeker {' '.join(argv)}` does not parse")
+    if args.command == "benchmark" or (args.command == "run" and args.run_command != "bag"):
+        config, _ = benchmark_config(args)
+        policies, views = [config.policy], config.views
+        own_camera = args.command == "run" and args.run_command in ("camera", "airsim")
+    elif args.command == "ablate":
+        policies, views, own_camera = [p["policy"] for p in policies_from(args.policies)], args.views, False
+    else:
+        return
+    assert views is None or views in VIEW_SOURCES, f"{where}: unknown view source {views!r}"
+    blind = [p for p in policies if POLICIES.get(p).uses_images and not views and not own_camera]
+    assert not blind, f"{where}: image policy {blind} without --views runs blind"
+
+
+def _parsers(parser, path=("cityseeker",)):
+    """`parser` and every subcommand's parser under it, with the command words that reach each."""
+    import argparse
+
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+def test_every_option_has_help_text():
+    import argparse
+
+    from cityseeker_ros.cli import build_parser
+
+    missing = [f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}"
+               for path, parser in _parsers(build_parser()) for action in parser._actions
+               if not isinstance(action, (argparse._SubParsersAction, argparse._HelpAction))
+               and not (action.help and action.help.strip()) and action.help != argparse.SUPPRESS]
+    assert not missing, "options without help text:\n" + "\n".join(missing)

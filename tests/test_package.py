@@ -48,3 +48,12 @@ def test_ruff_is_clean():
     result = subprocess.run([ruff, "check", "cityseeker_ros", "tests", "benchmarks", "setup.py"], cwd=REPO,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_make_test_prints_skip_reasons():
+    """A newcomer running `make test` sees why tests were skipped (a missing sample, a missing tool)."""
+    lines = (REPO / "Makefile").read_text().splitlines()
+    recipe = lines[lines.index(next(line for line in lines if line.startswith("test:"))) + 1:]
+    pytest_lines = [line for line in recipe[:next((i for i, line in enumerate(recipe) if not line.startswith("\t")),
+                                                   len(recipe))] if "pytest" in line]
+    assert pytest_lines and all("-rs" in line.split() for line in pytest_lines), pytest_lines

@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
     add_record_arguments(bsub.add_parser("record", help="record the stack's topics into a bag (Ctrl-C stops)"))
     add_play_arguments(bsub.add_parser("play", help="publish a bag's messages with their recorded timing"))
     ev = bsub.add_parser("eval", help="re-score a recorded run, or re-decide its steps with another policy")
-    ev.add_argument("bag", type=Path)
+    ev.add_argument("bag", type=Path, help="bag folder (or its .mcap / .db3 file)")
     ev.add_argument("--data", type=Path, required=True, help="the dataset the run used")
     ev.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
     ev.add_argument("--out", type=Path, help="write episodes.jsonl, summary.json, comparison.json (and the "
@@ -38,14 +38,17 @@ def add_parser(sub: Any) -> None:
     ev.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="the replay's step budget (default 35)")
     ev.add_argument("--dtw-threshold", type=float, default=DEFAULT_DTW_THRESHOLD_M,
                     help="the replay's d_th for nDTW, metres (default 50)")
-    ev.add_argument("--episode-topic", default="/streetview_replay/episode")
-    ev.add_argument("--decision-topic", default="/vlm_decision/decision")
+    ev.add_argument("--episode-topic", default="/streetview_replay/episode",
+                    help="the recorded episode announcements (default /streetview_replay/episode)")
+    ev.add_argument("--decision-topic", default="/vlm_decision/decision",
+                    help="the recorded decisions (default /vlm_decision/decision)")
     ev.add_argument("--redecide", metavar="POLICY", help="decide every recorded view set again with POLICY")
     ev.add_argument("--policy-param", action="append", type=_param, default=[], metavar="KEY=VALUE",
                     help="parameter of the --redecide policy (repeatable; VALUE parsed as JSON when it can be)")
     ev.add_argument("--views-topic", help="view sets to re-decide (default /supervisor/views when recorded, "
                     "else /streetview_replay/views)")
-    ev.add_argument("--images-topic", default="/streetview_replay/images")
+    ev.add_argument("--images-topic", default="/streetview_replay/images",
+                    help="the recorded images, for an image --redecide policy (default /streetview_replay/images)")
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:

@@ -256,8 +256,9 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
                 world, episode = (worlds.find(task.city, task.episode_id) if worlds is not None
                                   else (None, convert.episode_from_task(task)))
                 agent.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
-            decoded = ({f: convert.image_from_msg(images[(vs.stamp.sec, vs.stamp.nanosec, f)])
-                        for f in vs.image_frames() if (vs.stamp.sec, vs.stamp.nanosec, f) in images}
+            decoded = (convert.view_set_images(vs, {f: images[(vs.stamp.sec, vs.stamp.nanosec, f)]
+                                                    for f in vs.image_frames()
+                                                    if (vs.stamp.sec, vs.stamp.nanosec, f) in images})
                        if agent.uses_images else {})
             observation = convert.view_set_to_observation(vs, decoded)
             if vs.context and agent.accepts_context:

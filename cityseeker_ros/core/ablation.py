@@ -29,6 +29,7 @@ from typing import Any, Optional
 from cityseeker_ros.core.benchmark import SUMMARY_FILE, Benchmark, BenchmarkConfig
 from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.redact import redact, redact_command
 from cityseeker_ros.core.report import CSS, SYNTHETIC_TEXT, Table, fmt, fmt_mean_sd, render_table_html, render_table_md
 from cityseeker_ros.core.results import write_json_atomic, write_text_atomic
 
@@ -159,6 +160,8 @@ class AblationConfig:
     view_params: dict[str, Any] = field(default_factory=dict)
     max_backtracks: int = 3
     follow_hints: str = "auto"
+    executor: str = "local"
+    ray_address: Optional[str] = None
 
     def benchmark_config(self, policy: dict[str, Any], cell: dict[str, Any]) -> BenchmarkConfig:
         return BenchmarkConfig(data=str(self.data), dataset=self.dataset, policy=policy["policy"],
@@ -166,7 +169,8 @@ class AblationConfig:
                                max_steps=self.max_steps, limit=self.limit, workers=self.workers,
                                batch_size=self.batch_size, views=self.views, view_params=dict(self.view_params),
                                strategies=[dict(s) for s in cell["strategies"]], rounds=self.rounds,
-                               max_backtracks=self.max_backtracks, follow_hints=self.follow_hints)
+                               max_backtracks=self.max_backtracks, follow_hints=self.follow_hints,
+                               executor=self.executor, ray_address=self.ray_address)
 
     def runs(self) -> list[tuple[dict[str, Any], dict[str, Any], BenchmarkConfig]]:
         """Every (policy, cell, benchmark config), each validated: a bad name fails here, before any
@@ -197,7 +201,7 @@ def run_ablation(config: AblationConfig, out_dir: Path, progress: bool = True,
                  command: Optional[str] = None) -> dict[str, Any]:
     """Run (or resume) every policy x cell into OUT/<policy>/<cell>/, then write ablation.json,
     ablation.md and ablation.html; returns what ablation.json holds."""
-    out, command = Path(out_dir), command or " ".join(sys.argv)
+    out, command = Path(out_dir), command or redact_command(sys.argv)
     runs = config.runs()
     results: dict[str, dict[str, Any]] = {}
     for n, (policy, cell, bench) in enumerate(runs, start=1):
@@ -219,9 +223,9 @@ def run_ablation(config: AblationConfig, out_dir: Path, progress: bool = True,
                 entry["delta"] = {k: v - base[k] for k, v in entry["overall"].items()
                                   if k not in ("episodes", "seeds") and isinstance(v, (int, float))
                                   and isinstance(base.get(k), (int, float))}
-    doc = {"config": asdict(config), "out": str(out), "baseline": baseline is not None,
-           "notes": notes(config), "results": results,
-           "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": command}
+    doc = redact({"config": asdict(config), "out": str(out), "baseline": baseline is not None,
+                  "notes": notes(config), "results": results,
+                  "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": command})
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / JSON_FILE, doc)
     tables = ablation_tables(doc)

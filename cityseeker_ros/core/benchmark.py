@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import platform
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +27,9 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.memory.store import MemoryKey, MemoryStore
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, episode_metrics, summarize
 from cityseeker_ros.core.policies import POLICIES, Policy, make_policy
+from cityseeker_ros.core.redact import redact, redact_command, redact_text
 from cityseeker_ros.core.results import EpisodeLog, write_json_atomic
+from cityseeker_ros.core.text import clean_json
 from cityseeker_ros.core.views import VIEW_SOURCES, ViewSource, make_view_source
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ CONFIG_FILE = "config.json"
 # Settings that change results: a resumed run must match them exactly.
 RESULT_DEFINING = ("data_files", "dataset", "policy", "policy_params", "max_steps",
                    "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources",
-                   "strategies", "rounds", "max_backtracks", "follow_hints")
+                   "strategies", "rounds", "max_backtracks", "follow_hints", "prompt")
 MEMORY_FILE = "memory.sqlite"
 
 
@@ -66,6 +67,8 @@ class BenchmarkConfig:
     max_backtracks: int = 3
     follow_hints: str = "auto"
     memory: Optional[str] = None  # SQLite file; None: memory.sqlite in the output folder
+    executor: str = "local"  # where episodes run: core/executors (local process pool, ray)
+    ray_address: Optional[str] = None  # --executor ray: a cluster to join; None starts a local instance
 
     @property
     def supervised(self) -> bool:
@@ -87,7 +90,10 @@ class BenchmarkConfig:
         return [make_strategy(spec) for spec in self.strategies]
 
     def validate(self) -> None:
+        from cityseeker_ros.core.executors import EXECUTORS
+
         POLICIES.get(self.policy)
+        EXECUTORS.get(self.executor)
         self.make_strategies()
         if self.views is not None:
             VIEW_SOURCES.get(self.views)
@@ -149,7 +155,7 @@ class EpisodeRun:
         try:
             return fn()
         except Exception as exc:
-            self.env.fail(f"{type(exc).__name__}: {exc}")
+            self.env.fail(redact_text(f"{type(exc).__name__}: {exc}"))  # a message may quote a key
             return None
 
     def note(self) -> None:
@@ -162,7 +168,7 @@ class EpisodeRun:
     def apply(self, action: Union[Action, Exception, None]) -> None:
         """Take the action; an exception in its place (from a batched call) ends the episode."""
         if isinstance(action, Exception):
-            self.env.fail(f"{type(action).__name__}: {action}")
+            self.env.fail(redact_text(f"{type(action).__name__}: {action}"))
         elif action is not None and not self.done:
             self.observation = self._guard(lambda: self.env.step(action).observation) or self.observation
 
@@ -270,16 +276,24 @@ def _visited_in_order(path: list[str], goals: tuple[str, ...]) -> int:
 class _Runner:
     """Loaded dataset and policy; one per process."""
 
-    def __init__(self, config: BenchmarkConfig) -> None:
+    def __init__(self, config: BenchmarkConfig, worlds: Optional[dict[str, World]] = None,
+                 sources: Optional[dict[str, Optional[ViewSource]]] = None, prepare: bool = True) -> None:
+        """`worlds` and `sources` given: made elsewhere (a Ray worker gets the driver's through the
+        object store, core/executors/ray.py); `prepare` False leaves the model unloaded (a driver
+        whose episodes run elsewhere)."""
         self.config = config
-        self.worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}
+        self.worlds = worlds if worlds is not None else {w.city: w for w in load_dataset(Path(config.data),
+                                                                                         config.dataset)}
         self.policy = make_policy(config.policy, **config.policy_params)
         # Loaded once here; forked workers inherit it (use --workers 1 with --batch-size on a GPU).
-        self.policy.prepare()
+        if prepare:
+            self.policy.prepare()
         # Sources are made (and so checked) at start-up; images are made only for policies
         # that look at them, the others would discard them.
-        sources = {city: make_view_source(config.views, w, config.view_params) if config.views else None
-                   for city, w in self.worlds.items()}
+        if sources is None:
+            sources = {city: make_view_source(config.views, w, config.view_params) if config.views else None
+                       for city, w in self.worlds.items()}
+        self.sources = sources
         self.views = {city: v if self.policy.uses_images else None for city, v in sources.items()}
         # What defines the pixels (renderer version, settings, folder), written next to the results.
         self.view_sources = {city: v.describe() for city, v in sources.items() if v is not None}
@@ -359,26 +373,17 @@ def with_rounds(records: list[dict[str, Any]]) -> dict[str, Any]:
     return final
 
 
-_WORKER: Optional[_Runner] = None
-
-
-def _worker_init(config: BenchmarkConfig) -> None:
-    global _WORKER
-    _WORKER = _Runner(config)
-
-
-def _worker_run(tasks: Sequence[tuple[str, int, int]]) -> list[dict[str, Any]]:
-    assert _WORKER is not None
-    return _WORKER.run(tasks)
-
-
 class Benchmark:
     """`Benchmark(config).run(out_dir)` writes episodes.jsonl, summary.json and config.json."""
 
     def __init__(self, config: BenchmarkConfig) -> None:
+        from cityseeker_ros.core.executors import EXECUTORS
+
         config.validate()
         self.config = config
-        self.runner = _Runner(config)
+        self.executor = EXECUTORS.get(config.executor)
+        self.runner = _Runner(config, prepare=self.executor.prepares_in_driver)
+        self.execution: dict[str, Any] = {}
         self.worlds = self.runner.worlds
 
     def tasks(self) -> list[tuple[str, int, int]]:
@@ -397,7 +402,7 @@ class Benchmark:
         if self.config.supervised and self.config.memory is None:
             self.config.memory = str((out / MEMORY_FILE).resolve())
         tasks = self.tasks()
-        with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks]) as output:
+        with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks], group_commit=True) as output:
             todo = [t for t in tasks if self.key(t) not in output.done]
             bar = _progress(len(tasks), len(tasks) - len(todo), progress)
             try:
@@ -406,21 +411,15 @@ class Benchmark:
                     bar.update(1)
             finally:
                 bar.close()
-            return output.write_summary()
+            return output.write_summary(self.execution)
 
     def _execute(self, todo: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
+        """Records of `todo` in task order, from the configured executor (core/executors)."""
         size = self.config.batch_size
         groups = [todo[i:i + size] for i in range(0, len(todo), size)]
-        if self.config.workers == 1 or len(groups) < 2:
-            for group in groups:
-                yield from self.runner.run(group)
-            return
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        ctx = multiprocessing.get_context(method)
-        with ctx.Pool(self.config.workers, initializer=_worker_init, initargs=(self.config,)) as pool:
-            # imap keeps task order, so the log is written in the same order as a serial run.
-            for records in pool.imap(_worker_run, groups, chunksize=max(1, 4 // size)):
-                yield from records
+        executor = self.executor(self.config)
+        self.execution = executor.stats  # filled in as it runs; summary.json's "execution"
+        yield from executor.records(self.runner, groups)
 
 
 def run_tasks(config: BenchmarkConfig, worlds: dict[str, World]) -> list[tuple[str, int, int]]:
@@ -433,12 +432,15 @@ def run_tasks(config: BenchmarkConfig, worlds: dict[str, World]) -> list[tuple[s
 
 def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources: dict[str, Any],
                  command: Optional[str] = None) -> dict[str, Any]:
-    """config.json: the settings, what the data and pixels were, versions; written next to the results."""
+    """config.json: the settings, what the data and pixels were, versions; written next to the
+    results, with every credential masked (core/redact.py): results are shared, keys are not."""
     import networkx
     import pyproj
 
+    from cityseeker_ros.core.vlm.prompt_profiles import prompt_record
+
     c = config
-    return {
+    return clean_json(redact({
         **asdict(c),
         "data": str(Path(c.data).resolve()),
         "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False))
@@ -448,13 +450,14 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
         "cities": sorted(worlds),
         "synthetic": any(w.synthetic for w in worlds.values()),
         "view_sources": view_sources,
+        "prompt": prompt_record(c.policy, c.policy_params),  # profile, version, template hash
         "data_files": {p: h for w in worlds.values() for p, h in w.source_files.items()},
         "package_version": __version__,
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
                      "networkx": networkx.__version__, "pyproj": pyproj.__version__},
-        "command": command or " ".join(sys.argv),
+        "command": command or redact_command(sys.argv),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    }))
 
 
 def check_resume(out: Path, manifest: dict[str, Any]) -> None:
@@ -463,7 +466,7 @@ def check_resume(out: Path, manifest: dict[str, Any]) -> None:
     if not path.exists():
         return
     try:
-        previous = json.loads(path.read_text(encoding="utf-8"))
+        previous = clean_json(redact(json.loads(path.read_text(encoding="utf-8"))))  # as a manifest is now
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg}); use a new --out") from None
     changed = [k for k in RESULT_DEFINING if previous.get(k) != manifest[k]]
@@ -476,14 +479,18 @@ def check_resume(out: Path, manifest: dict[str, Any]) -> None:
 class RunOutput:
     """An output folder being filled, by `Benchmark.run` or by the evaluator node: config.json
     checked against a run it may resume and written, records appended to episodes.jsonl (each
-    (episode, seed) once), summary.json over the wanted tasks in log order."""
+    (episode, seed) once), summary.json over the wanted tasks in log order. `group_commit`:
+    records reach the disk in batches (core/group_commit.py), for a writer fed by many workers."""
 
-    def __init__(self, out: Path, manifest: dict[str, Any], wanted: Sequence[tuple[str, int]]) -> None:
+    def __init__(self, out: Path, manifest: dict[str, Any], wanted: Sequence[tuple[str, int]],
+                 group_commit: bool = False) -> None:
+        from cityseeker_ros.core.group_commit import GroupCommitLog
+
         self.out, self.manifest, self.wanted = Path(out), manifest, set(wanted)
         self.out.mkdir(parents=True, exist_ok=True)
         check_resume(self.out, manifest)
         write_json_atomic(self.out / CONFIG_FILE, manifest)
-        self.log = EpisodeLog(self.out / EPISODES_FILE)
+        self.log = (GroupCommitLog if group_commit else EpisodeLog)(self.out / EPISODES_FILE)
         self.done = {(r["episode_id"], r["seed"]) for r in self.log.records}
 
     @property
@@ -499,9 +506,14 @@ class RunOutput:
         self.done.add(key)
         return True
 
-    def write_summary(self) -> dict[str, Any]:
+    def write_summary(self, execution: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """`execution`: how the episodes of this session ran (the executor's actors and retries)."""
+        if hasattr(self.log, "flush"):
+            self.log.flush()
         records = [r for r in self.log.records if (r["episode_id"], r["seed"]) in self.wanted]
         summary = run_summary(records, self.manifest)
+        if execution:
+            summary["execution"] = execution
         write_json_atomic(self.out / SUMMARY_FILE, summary)
         return summary
 

@@ -22,6 +22,8 @@ def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "retried": retried,
         "retry_rate": round(100.0 * retried / n, 2) if n else 0.0,
         "repaired": sum(bool(d.get("problems")) for d in steps),
+        # Replies longer than the parser's limit, of which only the head was read (runaway generations).
+        "cut_replies": sum(int(d.get("cut_replies", 0)) for d in steps),
         "episodes_ended_by_error": sum(r.get("end_reason") == "error" for r in records),
     }
     keys = sorted({k for d in steps for k in (d.get("latency_s") or {})})
@@ -33,4 +35,11 @@ def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                             "p95": round(float(np.percentile(values, 95)), 4)}
     if latency:
         out["latency_s"] = latency
+    tokens = {}
+    for kind in ("prompt", "completion"):  # per decision, over the decisions whose backend counted them
+        counts = [d["tokens"][kind] for d in steps if isinstance((d.get("tokens") or {}).get(kind), int)]
+        if counts:
+            tokens[kind] = {"mean": round(float(np.mean(counts)), 1), "total": int(sum(counts))}
+    if tokens:
+        out["tokens"] = tokens
     return out

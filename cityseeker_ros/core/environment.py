@@ -25,6 +25,7 @@ class EndReason(str, Enum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     INVALID_ACTION = "invalid_action"
     ERROR = "error"
+    STALLED = "stalled"  # live: the vehicle made no progress towards its goal for stall_timeout_s
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class Observation:
     step: int
     steps_left: int
     feedback: Optional[str] = None  # why the previous action was rejected, for a retry
+    # The node's panorama centred on `facing`, made on first .get() (views.source.PanoramaRef);
+    # None where the view source has none. The VLM's stop prompt shows it.
+    panorama: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,13 @@ class Environment:
         views = tuple(View(m.index, m.heading, relative_direction(m.heading, self._facing), image)
                       for m, image in zip(moves, images))
         step = self.trajectory.steps
+        panorama = None
+        if wanted:
+            from cityseeker_ros.core.views.source import PanoramaRef
+
+            panorama = PanoramaRef(self.views, node, self._facing)
         return Observation(self.episode.episode_id, self.episode.instruction, node_id, node.lat,
-                           node.lon, self._facing, views, step, self.max_steps - step, self._feedback)
+                           node.lon, self._facing, views, step, self.max_steps - step, self._feedback, panorama)
 
     def step(self, action: Action) -> StepResult:
         if self.trajectory is None:

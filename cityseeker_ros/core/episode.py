@@ -70,6 +70,7 @@ class World:
 
     def solvable(self, episode: Episode, max_steps: int) -> bool:
         """Can an agent reach the target within the step budget? Success (TCE) looks only at
-        the final node, so stage goals of two-stage episodes do not enter the ceiling."""
-        hops = self.actions.hops_from(episode.start).get(episode.target)
+        the final node, so stage goals of two-stage episodes do not enter the ceiling. The search
+        stops at the budget's reach."""
+        hops = self.actions.hops_from(episode.start, max_steps).get(episode.target)
         return hops is not None and hops <= max_steps

@@ -8,7 +8,11 @@ import networkx as nx
 import numpy as np
 from scipy.spatial import cKDTree
 
-from cityseeker_ros.core.geodesy import LocalFrame, geodesic_m, pairwise_geodesic_m
+from cityseeker_ros.core.geodesy import LocalFrame, circular_difference, geodesic_m, pairwise_geodesic_m
+
+# Two records of one directed edge are the same edge when they agree this closely (files round).
+SAME_AZIMUTH_DEG = 1e-6
+SAME_LENGTH = 1e-6
 
 
 @dataclass(frozen=True)
@@ -31,15 +35,33 @@ class Edge:
     length_m: float
 
 
+def same_edge(azimuth_a: float, length_a: float, azimuth_b: float, length_b: float) -> bool:
+    """Do two records of one directed edge agree (a repeat), or contradict each other?"""
+    return (abs(circular_difference(azimuth_a, azimuth_b)) <= SAME_AZIMUTH_DEG
+            and abs(length_a - length_b) <= SAME_LENGTH)
+
+
 class StreetGraph:
+    """Each node id and each directed edge (source, target) appears once: a second copy would be
+    dropped or doubled somewhere (a dict, networkx, the action model), so it is refused here and
+    loaders report repeats in their files by record."""
+
     def __init__(self, nodes: Iterable[Node], edges: Iterable[Edge], name: str = "") -> None:
         self.name = name
-        self.nodes: dict[str, Node] = {n.id: n for n in nodes}
+        self.nodes: dict[str, Node] = {}
+        for n in nodes:
+            if n.id in self.nodes:
+                raise ValueError(f"node {n.id} given twice")
+            self.nodes[n.id] = n
         self._out: dict[str, list[Edge]] = {nid: [] for nid in self.nodes}
         self.edges: list[Edge] = []
+        pairs: set[tuple[str, str]] = set()
         for e in edges:
             if e.source not in self.nodes or e.target not in self.nodes:
                 raise ValueError(f"edge {e.source}->{e.target} references a node not in the graph")
+            if (e.source, e.target) in pairs:
+                raise ValueError(f"edge {e.source}->{e.target} given twice")
+            pairs.add((e.source, e.target))
             self._out[e.source].append(e)
             self.edges.append(e)
         self._ids = list(self.nodes)

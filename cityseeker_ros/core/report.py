@@ -27,6 +27,7 @@ from cityseeker_ros.core.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERAL
 from cityseeker_ros.core.report_views import CSS as VIEWS_CSS
 from cityseeker_ros.core.report_views import ViewLoader, views_html
 from cityseeker_ros.core.results import write_text_atomic
+from cityseeker_ros.core.text import loads_json
 
 GraphLoader = Callable[[dict], dict[str, StreetGraph]]
 
@@ -154,7 +155,7 @@ def render_table_md(table: Table, level: int = 2) -> str:
 
 def load_summary(path: Path) -> dict:
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary = loads_json(path.read_bytes())
     except FileNotFoundError:
         raise DataError(path, "not found; run `cityseeker benchmark` into this folder first") from None
     except json.JSONDecodeError as exc:
@@ -169,12 +170,12 @@ def load_episodes(path: Path) -> list[dict]:
     if not path.exists():
         return []
     records = []
-    with path.open(encoding="utf-8") as f:
+    with path.open("rb") as f:
         for lineno, line in enumerate(f, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = loads_json(line)
             except json.JSONDecodeError as exc:
                 raise DataError(path, f"not valid JSON ({exc.msg})", record=lineno) from None
             if not isinstance(record, dict) or "episode_id" not in record:
@@ -274,6 +275,7 @@ def decisions_table(summary: dict) -> Table | None:
         return None
     rows = [("Decisions", str(d["count"])), ("Parse errors: fell back (%)", fmt(d["parse_error_rate"], 2)),
             ("Retried once (%)", fmt(d["retry_rate"], 2)), ("Repaired replies", str(d["repaired"])),
+            ("Replies cut at the length limit", str(d.get("cut_replies", 0))),
             ("Episodes ended by a backend error", str(d["episodes_ended_by_error"]))]
     rows += [(f"Latency {key}: p50 / p95 (s)", f"{v['p50']:.3f} / {v['p95']:.3f}")
              for key, v in d.get("latency_s", {}).items()]

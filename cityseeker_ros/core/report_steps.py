@@ -467,7 +467,8 @@ const viewLabel = (v) => `view ${v.i}` + (v.rel ? `: ${v.rel}` : "") + (v.h != n
 const actionName = (a) => (a === null ? "stop" : a === "back" ? "walk back" : `view ${a}`);
 const ENDED = {budget_exhausted: "no action: the step budget ran out",
                error: "no action: the episode ended with an error",
-               invalid_action: "no action: too many invalid actions in a row"};
+               invalid_action: "no action: too many invalid actions in a row",
+               stalled: "no arrival: the vehicle made no progress (live stall timeout)"};
 
 function actionText(e, s) {
   const st = e.steps[s];

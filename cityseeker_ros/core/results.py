@@ -1,4 +1,8 @@
-"""Crash-safe result files: append-only JSONL for episodes, atomic replace for the rest."""
+"""Crash-safe result files: append-only JSONL for episodes, atomic replace for the rest.
+
+Every writer here cleans its text first (core/text.py): a lone surrogate from a model reply or
+a data file becomes U+FFFD instead of failing the write, and what is read back is clean too.
+"""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cityseeker_ros.core.errors import ConfigError, DataError
+from cityseeker_ros.core.text import clean_json, clean_text
 
 log = logging.getLogger("cityseeker_ros.results")
 
@@ -26,7 +31,7 @@ def sha256_file(path: Path) -> str:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write to a temporary sibling, fsync, then rename: readers see the old or the new file."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    write_text_atomic(path, json.dumps(clean_json(data), indent=2, sort_keys=False) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -34,8 +39,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o644)  # mkstemp makes owner-only files; results are meant to be shared
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(clean_text(text).encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -66,7 +71,7 @@ class EpisodeLog:
                     log.warning("%s: dropping an incomplete last line from an interrupted run", self.path)
                 break
             try:
-                records.append(json.loads(line))
+                records.append(clean_json(json.loads(line)))
             except json.JSONDecodeError as exc:
                 raise DataError(self.path, f"line {lineno} is not valid JSON ({exc.msg}); "
                                            "the file was edited or corrupted") from None
@@ -77,6 +82,7 @@ class EpisodeLog:
         return records
 
     def append(self, record: dict) -> None:
+        record = clean_json(record)
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
         written = os.write(self._fd, line)
         if written != len(line):  # regular files do not short-write in practice; never half-log
@@ -120,9 +126,8 @@ def replace_folder(out_dir: Path, documents: dict[str, Any], replaceable: Callab
     old = None
     try:
         for name, doc in documents.items():
-            with open(tmp / name, "w", encoding="utf-8") as f:
-                json.dump(doc, f, indent=1, ensure_ascii=False)
-                f.write("\n")
+            with open(tmp / name, "wb") as f:
+                f.write((json.dumps(clean_json(doc), indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         if out_dir.exists():
             check_replaceable(out_dir, replaceable, what)  # it may have changed while we worked

@@ -6,12 +6,18 @@ hop. Everything that asks "can an agent get there?" goes through this module.
 """
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Optional
 
 from cityseeker_ros.core.geodesy import circular_difference
 from cityseeker_ros.core.graph import Edge, StreetGraph
+
+# Bound on the searches ActionModel keeps, in node entries summed over all of them. A search
+# bounded by a 25-step budget holds ~1-2k entries in a street grid, so this keeps the last few
+# hundred starts (tens of MB); whole-graph searches of a country-sized graph use it up in a few.
+HOPS_CACHE_ENTRIES = 500_000
 
 
 @dataclass(frozen=True)
@@ -27,7 +33,11 @@ class ActionModel:
     def __init__(self, graph: StreetGraph) -> None:
         self.graph = graph
         self._moves = {nid: self._resolve(nid) for nid in graph.nodes}
-        self._hops: dict[str, dict[str, int]] = {}
+        self._successors = {nid: tuple(dict.fromkeys(m.edge.target for m in moves))
+                            for nid, moves in self._moves.items()}
+        # (start, limit) -> hops, least recently used first; at most HOPS_CACHE_ENTRIES entries in all.
+        self._hops: OrderedDict[tuple[str, Optional[int]], dict[str, int]] = OrderedDict()
+        self._hops_entries = 0
 
     def _resolve(self, node_id: str) -> tuple[Move, ...]:
         out = self.graph.out_edges(node_id)
@@ -48,25 +58,36 @@ class ActionModel:
 
     def successors(self, node_id: str) -> list[str]:
         """Distinct nodes one action away, in heading order."""
-        seen: list[str] = []
-        for m in self._moves[node_id]:
-            if m.edge.target not in seen:
-                seen.append(m.edge.target)
-        return seen
+        return list(self._successors[node_id])
 
-    def hops_from(self, start: str) -> dict[str, int]:
-        """Fewest actions from `start` to every node an agent can reach (BFS, cached)."""
-        if start not in self._hops:
-            dist = {start: 0}
-            queue = deque([start])
-            while queue:
-                v = queue.popleft()
-                for w in self.successors(v):
-                    if w not in dist:
-                        dist[w] = dist[v] + 1
-                        queue.append(w)
-            self._hops[start] = dist
-        return self._hops[start]
+    def hops_from(self, start: str, limit: Optional[int] = None) -> dict[str, int]:
+        """Fewest actions from `start` to every node an agent can reach in at most `limit` actions
+        (every reachable node when `limit` is None). A step budget bounds the search, so its cost
+        grows with the budget's reach, not with the city. Results are cached, least recently used
+        first out, within HOPS_CACHE_ENTRIES node entries; callers must not change them."""
+        key = (start, limit)
+        cached = self._hops.get(key)
+        if cached is not None:
+            self._hops.move_to_end(key)
+            return cached
+        dist = {start: 0}
+        queue = deque([start])
+        successors = self._successors
+        while queue:
+            v = queue.popleft()
+            d = dist[v] + 1
+            if limit is not None and d > limit:
+                continue
+            for w in successors[v]:
+                if w not in dist:
+                    dist[w] = d
+                    queue.append(w)
+        self._hops[key] = dist
+        self._hops_entries += len(dist)
+        while self._hops_entries > HOPS_CACHE_ENTRIES and len(self._hops) > 1:
+            _, old = self._hops.popitem(last=False)
+            self._hops_entries -= len(old)
+        return dist
 
     def action_path(self, start: str, goal: str) -> list[int] | None:
         """Heading indices of a fewest-actions route from start to goal, or None if unreachable."""
@@ -91,11 +112,12 @@ class ActionModel:
             node = prev
         return actions[::-1]
 
-    def hops_via(self, start: str, waypoints: Sequence[str]) -> int | None:
-        """Fewest actions to visit `waypoints` in order from `start`; None if impossible."""
+    def hops_via(self, start: str, waypoints: Sequence[str], limit: Optional[int] = None) -> int | None:
+        """Fewest actions to visit `waypoints` in order from `start`; None if impossible (or, with
+        `limit`, if it takes more than `limit` actions)."""
         total, here = 0, start
         for w in waypoints:
-            d = self.hops_from(here).get(w)
+            d = self.hops_from(here, None if limit is None else limit - total).get(w)
             if d is None:
                 return None
             total, here = total + d, w
@@ -103,4 +125,4 @@ class ActionModel:
 
     def route_executable(self, route: Sequence[str]) -> bool:
         """True if every hop of `route` is the result of some action."""
-        return all(b in self.successors(a) for a, b in zip(route, route[1:]))
+        return all(b in self._successors[a] for a, b in zip(route, route[1:]))

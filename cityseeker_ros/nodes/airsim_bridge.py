@@ -3,7 +3,8 @@
 Subscribes `command` (String CommandMsg from the supervisor), `heartbeat` (std_msgs/Header;
 liveness is judged by arrival time on this node's clock, never by the sender's stamp) and
 `/estop` (std_msgs/Bool: true trips the latch, false only releases the source); `~/reset_estop`
-(std_srvs/Trigger) clears the latch. A control timer runs core.airsim.bridge.AirSimBridge.step()
+(std_srvs/Trigger) clears the latch. The latch is kept in `estop_state_file`, so a restarted
+bridge starts latched (and hovers) until the reset. A control timer runs core.airsim.bridge.AirSimBridge.step()
 at `control_rate_hz`, which asks core.safety.SafetyGate what may happen now and sends motion or
 one hold per transition. Publishes `~/fix` (NavSatFix), `~/odom` (Odometry, ENU about the anchor,
 REP 103), `~/image` (+ `~/depth`) when a camera is set, `~/safety` (String SafetyMsg, on every
@@ -12,6 +13,8 @@ change and every `safety_period_s`) and /diagnostics. docs/airsim.md has the con
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -35,7 +38,7 @@ from cityseeker_ros.core.airsim.bridge import (
 from cityseeker_ros.core.airsim.client import AirSimError, load_client_module
 from cityseeker_ros.core.airsim.motion import MOTION_MODES
 from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.safety.gate import SafetyGate
+from cityseeker_ros.core.safety import EStop, LatchFile, SafetyGate
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, convert_vehicle, qos
 from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter
@@ -45,10 +48,13 @@ IMAGE_FORMATS = ("raw", *convert.IMAGE_FORMATS)
 # Heartbeats: best effort accepts both best-effort and reliable publishers; only arrival matters.
 HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
                        durability=DurabilityPolicy.VOLATILE)
-# Commands and e-stops: volatile, so a restarted bridge never acts on a latched stale command
+# Commands: volatile, so a restarted bridge never acts on a latched stale command
 # (volatile subscribers match transient-local publishers too, e.g. `ros2 topic pub`).
 LIVE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
                   durability=DurabilityPolicy.VOLATILE)
+# /estop is heard twice: as qos.ESTOP (reliable, transient-local: a restarted bridge gets the last
+# value) and as LIVE, which also matches volatile publishers (the default QoS of most tools), so
+# their e-stops are not dropped as "incompatible". A value heard twice changes nothing.
 
 
 def _positive(name: str, value: Any) -> float:
@@ -92,7 +98,12 @@ class AirSimBridgeNode(Node):
                               raw_channel_order=p["raw_channel_order"])
             return link.connect()
 
-        self._bridge = AirSimBridge(SafetyGate.from_config(safety), anchor, make_link, motion=p["motion"],
+        estop = EStop(LatchFile(self._estop_state_file(p["estop_state_file"])))
+        if estop.latched:
+            self.get_logger().error(f"starting with the e-stop latched ({estop.check().reason}, kept in "
+                                    f"{estop.latch_file.path}): holding until ~/reset_estop")
+        self._bridge = AirSimBridge(SafetyGate.from_config(safety, estop=estop), anchor, make_link,
+                                    motion=p["motion"],
                                     motion_params=json_parameter("motion_params", p["motion_params"]),
                                     velocity_period_s=_positive("velocity_period_s", p["velocity_period_s"]),
                                     reconnect_period_s=_positive("reconnect_period_s", p["reconnect_period_s"]),
@@ -114,12 +125,20 @@ class AirSimBridgeNode(Node):
             self.create_timer(1.0 / rates["image_rate_hz"], self._publish_images)
         self.create_subscription(String, "command", self._on_command, LIVE)
         self.create_subscription(Header, "heartbeat", self._on_heartbeat, HEARTBEAT)
+        self.create_subscription(Bool, "/estop", self._on_estop, qos.ESTOP)
         self.create_subscription(Bool, "/estop", self._on_estop, LIVE)
         self.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
         self.create_timer(1.0 / rates["control_rate_hz"], self._control)
         self.create_timer(1.0 / rates["state_rate_hz"], self._publish_state)
         self.create_timer(rates["safety_period_s"], self._publish_safety)
         self.create_timer(rates["diagnostics_period_s"], self._publish_diagnostics)
+
+    def _estop_state_file(self, value: str) -> Path:
+        """The parameter, or one file per node under $ROS_HOME (~/.ros), ROS's folder for state."""
+        if value:
+            return Path(value)
+        home = Path(os.environ.get("ROS_HOME") or Path.home() / ".ros")
+        return home / "cityseeker" / f"{self.get_fully_qualified_name().strip('/').replace('/', '.')}.estop.json"
 
     def destroy_node(self) -> None:
         self._bridge.close()

@@ -3,8 +3,10 @@
 Subscribes to `fix` (sensor_msgs/NavSatFix) or `odom` (nav_msgs/Odometry, ENU per REP 103) and
 publishes `~/location` (String, LocationMsg, qos.STATE) on every fix: the current node with
 hysteresis, the vehicle heading and the node's walkable headings relative to it. Off-graph and
-no-fix are reported in the message and as a WARN diagnostic with the reason. The node only
-converts messages; core.localisation.GraphLocaliser does the work.
+no-fix are reported in the message and as a WARN diagnostic with the reason. The supervisor's
+goals (`<supervisor_node>/command`, CommandMsg) name the node the vehicle was sent to: the goal
+hint that tells nodes closer than the GNSS noise apart (core.localisation.graph_localiser). The
+node only converts messages; core.localisation.GraphLocaliser does the work.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
+from pydantic import ValidationError
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 from std_msgs.msg import String
@@ -23,7 +26,10 @@ from cityseeker_ros.core.localisation import GraphLocaliser, Localisation, Local
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
 from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare, world_parameter
-from cityseeker_ros.ros.schema import Stamp
+from cityseeker_ros.ros.schema import CommandMsg, GoalField, Stamp, parse
+
+# A supervisor goal is sent at a node's coordinates; farther than this from every node it names none.
+GOAL_NODE_MATCH_M = 0.5
 
 LEVELS = {LocalisationStatus.ON_NODE: "ok", LocalisationStatus.BETWEEN: "ok",
           LocalisationStatus.OFF_GRAPH: "warn", LocalisationStatus.NO_FIX: "warn"}
@@ -51,7 +57,8 @@ class GraphLocaliserNode(Node):
         self._localiser = GraphLocaliser(self._world.graph, snap_radius_m=float(p["snap_radius_m"]),
                                          hysteresis_m=float(p["hysteresis_m"]), off_graph_m=float(p["off_graph_m"]),
                                          min_motion_m=float(p["min_motion_m"]), confirm_fixes=int(p["confirm_fixes"]),
-                                         origin=origin)
+                                         origin=origin, hysteresis_fraction=float(p["hysteresis_fraction"]),
+                                         arrival_radius_m=float(p["arrival_radius_m"]))
         self._last: Optional[Localisation] = None
         self._fixes = 0
         self._location_pub = self.create_publisher(String, "~/location", qos.STATE)
@@ -60,8 +67,26 @@ class GraphLocaliserNode(Node):
             self.create_subscription(NavSatFix, "fix", self._on_fix, qos.STATE)
         else:
             self.create_subscription(Odometry, "odom", self._on_odom, qos.STATE)
+        if p["supervisor_node"].strip():
+            self.create_subscription(String, f"{p['supervisor_node'].rstrip('/')}/command", self._on_command,
+                                     qos.STATE)
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
         self.get_logger().info(f"localising {p['input']} on {self._world.city} ({len(self._world.graph)} nodes)")
+
+    def _on_command(self, msg: String) -> None:
+        """A goal names the node the vehicle was sent to (the goal hint); a hold keeps it."""
+        try:
+            command = parse(CommandMsg, msg.data).command
+        except ValidationError as exc:
+            self.get_logger().warning(f"ignored a malformed command: {exc.errors()[:1]}")
+            return
+        if not isinstance(command, GoalField):
+            return
+        node, distance = self._world.graph.nearest_nodes(command.lat, command.lon, 1)[0]
+        expected = node if distance <= GOAL_NODE_MATCH_M else None
+        if expected != self._localiser.expected:
+            self.get_logger().info(f"goal hint: {expected or 'none (the goal is not at a node)'}")
+            self._localiser.expect(expected)
 
     def _on_fix(self, msg: NavSatFix) -> None:
         stamp = convert.stamp_from_msg(msg.header.stamp)
@@ -92,7 +117,7 @@ class GraphLocaliserNode(Node):
             publish_diagnostics(self, self._diag_pub, "localiser", "stale", "no fix received yet", values)
             return
         values.update(status=loc.status.value, node=loc.node_id, distance_m=loc.distance_m,
-                      heading_deg=loc.heading_deg)
+                      heading_deg=loc.heading_deg, expected=self._localiser.expected)
         publish_diagnostics(self, self._diag_pub, "localiser", LEVELS[loc.status], loc.reason, values)
 
 

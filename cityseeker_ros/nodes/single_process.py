@@ -12,10 +12,10 @@ from typing import Any
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.logging import get_logger
 from rclpy.node import Node
 
 from cityseeker_ros.core.errors import CitySeekerError
+from cityseeker_ros.nodes.common import exit_config_error, spin_nodes
 
 
 def node_class(module_name: str) -> type[Node]:
@@ -38,10 +38,9 @@ def main(argv: Any = None) -> None:
             node = node_class(entry["module"])(cli_args=entry["args"], use_global_arguments=False)
             nodes.append(node)
             executor.add_node(node)
-        executor.spin()
+        spin_nodes(executor, nodes)  # until shutdown or a node's configuration error
     except CitySeekerError as exc:
-        get_logger("single_process").error(str(exc))
-        sys.exit(2)
+        exit_config_error("single_process", exc)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:

@@ -1,7 +1,8 @@
 """The benchmark world over ROS 2: one core Environment on a dataset's street graph.
 
 Publishes the view set of the current node (`~/views`, JSON in String; images on `~/images`
-as CompressedImage), the pose (`~/fix`, `~/pose`, `~/path`) and the episode state
+as CompressedImage, the node's panorama among them where the view source has one and the
+`panorama` parameter is on), the pose (`~/fix`, `~/pose`, `~/path`) and the episode state
 (`~/episode`); applies actions that answer the current view set (`~/action`). Selecting an
 episode is setting the `episode` and `seed` parameters (atomically when both change:
 `ros2 param set`, or the standard SetParametersAtomically service); `~/reset`
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path as PathMsg
@@ -48,6 +50,7 @@ class StreetviewReplayNode(Node):
         self._dtw_threshold_m = float(p["dtw_threshold_m"])
         self._image_format, self._jpeg_quality = p["image_format"], int(p["jpeg_quality"])
         self._max_views, self._frame_id = int(p["max_views"]), p["frame_id"]
+        self._panorama = bool(p["panorama"])
 
         worlds = load_dataset(Path(p["data"]), p["dataset"])
         self._episodes: list[tuple[World, Episode]] = [(w, e) for w in worlds for e in w.episodes]
@@ -66,7 +69,7 @@ class StreetviewReplayNode(Node):
         self._ignored_actions = 0
 
         self._views_pub = self.create_publisher(String, "~/views", qos.STATE)
-        self._images_pub = self.create_publisher(CompressedImage, "~/images", qos.view_images(self._max_views))
+        self._images_pub = self.create_publisher(CompressedImage, "~/images", qos.view_images(self._max_views + 1))
         self._episode_pub = self.create_publisher(String, "~/episode", qos.STATE)
         self._fix_pub = self.create_publisher(NavSatFix, "~/fix", qos.STATE)
         self._pose_pub = self.create_publisher(PoseStamped, "~/pose", qos.STATE)
@@ -153,7 +156,7 @@ class StreetviewReplayNode(Node):
         if self._env.done:  # a budget of 0 steps
             self._end(observation)
         else:
-            self._publish_observation(observation)
+            self._publish_or_fail(observation)
 
     def _on_action(self, msg: String) -> None:
         try:
@@ -179,7 +182,26 @@ class StreetviewReplayNode(Node):
             self._end(result.observation)
         else:
             self._publish_episode("running")
-            self._publish_observation(result.observation)
+            self._publish_or_fail(result.observation)
+
+    def _publish_or_fail(self, observation: Observation) -> None:
+        """Publish the observation with its panorama; a view source that cannot make the
+        panorama ends the episode with the error, as the stop prompt's failure would in process."""
+        try:
+            panorama = self._panorama_of(observation)
+        except Exception as exc:
+            assert self._env is not None
+            self._env.fail(f"{type(exc).__name__}: {exc}")
+            self._end(None)
+            return
+        self._publish_observation(observation, panorama)
+
+    def _panorama_of(self, observation: Observation) -> Optional[np.ndarray]:
+        """The node's panorama, made only when it is sent: `panorama` off (the runner's setting for
+        policies that never show it) costs nothing per step."""
+        if not self._panorama or observation.panorama is None:
+            return None
+        return observation.panorama.get()
 
     def _end(self, observation: Optional[Observation]) -> None:
         """Publish the final pose, a `done` view set (nothing to decide) and the outcome."""
@@ -191,7 +213,7 @@ class StreetviewReplayNode(Node):
             final.views = []
         elif self._view_set is not None:
             final = self._view_set.model_copy(update={"view_set_id": self._next_view_set_id(), "stamp": stamp,
-                                                      "views": [], "done": True})
+                                                      "views": [], "panorama": None, "done": True})
         else:
             final = None
         if final is not None:
@@ -215,18 +237,22 @@ class StreetviewReplayNode(Node):
         assert self._task is not None
         return f"{self._task.episode_id}/run{self._task.run}/{self._seq}"
 
-    def _publish_observation(self, observation: Observation) -> None:
+    def _publish_observation(self, observation: Observation, panorama: Optional[np.ndarray] = None) -> None:
         assert self._task is not None
         stamp = self._next_stamp()
-        view_set = convert.observation_to_view_set(observation, self._task, self._next_view_set_id(), stamp)
-        frames = view_set.image_frames()
-        if len(frames) > self._max_views:
-            self.get_logger().warning(f"{len(frames)} views exceed max_views={self._max_views}: a late subscriber "
+        view_set = convert.observation_to_view_set(observation, self._task, self._next_view_set_id(), stamp,
+                                                   panorama=panorama)
+        views = sum(1 for v in view_set.views if v.frame_id is not None)
+        if views > self._max_views:
+            self.get_logger().warning(f"{views} views exceed max_views={self._max_views}: a late subscriber "
                                       "may miss images; raise max_views on both nodes")
         for view in observation.views:
             if view.image is not None:
                 self._images_pub.publish(convert.image_to_msg(view.image, stamp, convert.view_frame_id(view.index),
                                                               self._image_format, self._jpeg_quality))
+        if view_set.panorama is not None:  # one more frame of the same view set
+            self._images_pub.publish(convert.image_to_msg(panorama, stamp, view_set.panorama.frame_id,
+                                                          self._image_format, self._jpeg_quality))
         self._view_set = view_set
         self._views_pub.publish(convert.to_string(view_set))
         self._publish_pose(view_set, stamp)

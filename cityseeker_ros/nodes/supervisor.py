@@ -10,7 +10,8 @@ No decision within `decision_timeout_s`: it holds (nothing moves: no action, and
 for a vehicle), says why on `~/status`, the log and /diagnostics, and — when it manages the
 decision node — configures and activates a restarted one; the episode resumes where it stopped
 and its record lists the hold. `~/heartbeat` beats while the node runs: vehicle bridges move only
-while it is alive.
+while it is alive. Live, a vehicle under way that makes no progress for `stall_timeout_s` ends
+the episode as "stalled" (core.supervisor.live), said on `~/status` and the log.
 """
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ from cityseeker_ros.core.benchmark import run_tasks
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.environment import Action, EndReason, Observation, Trajectory
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.geodesy import geodesic_m
 from cityseeker_ros.core.guidance import guide_action
 from cityseeker_ros.core.memory import make_memory_store
 from cityseeker_ros.core.policies.base import Decision
-from cityseeker_ros.core.supervisor.live import LiveEpisode
+from cityseeker_ros.core.supervisor.live import LiveEpisode, check_stall_timeout
 from cityseeker_ros.core.supervisor.run_plan import RunPlan
 from cityseeker_ros.core.supervisor.session import EpisodeSession, Hold, make_supervisor
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
@@ -87,6 +89,7 @@ class SupervisorNode(Node):
         self._supervisor = make_supervisor(self._config, memory) if memory is not None else None
         self._decision_timeout_s = float(p["decision_timeout_s"])
         self._select_timeout_s = float(p["select_timeout_s"])
+        self._stall_timeout_s = check_stall_timeout(p["stall_timeout_s"])
         self._manage = bool(p["manage_decision_node"])
         self._frame_id = p["frame_id"]
         world, decision = p["world_node"].rstrip("/"), p["decision_node"].rstrip("/")
@@ -112,6 +115,9 @@ class SupervisorNode(Node):
         self._live_runs = 0
         self._lifecycle_call: Optional[tuple[Any, Any, float]] = None  # (client, future, sent at) in flight
         self._last_lifecycle_check = 0.0
+        self._refused = 0  # transitions the decision node refused in a row: the next try waits longer
+        self._retry_at = 0.0  # no transition is asked for before this (monotonic)
+        self._finalized_reported = False
 
         self._views_pub = self.create_publisher(String, "~/views", qos.STATE)
         self._status_pub = self.create_publisher(String, "~/status", qos.STATE)
@@ -160,7 +166,7 @@ class SupervisorNode(Node):
             self._run, self._state = self._live_runs, "running"
             # The run is announced (and the camera looks) only once the vehicle is at the start, so
             # nothing is captured, or turned in place, on the way there.
-            self._episode = LiveEpisode(task.episode.start, self._config.max_steps)
+            self._episode = LiveEpisode(task.episode.start, self._config.max_steps, self._stall_timeout_s)
             self._announced = False
             start = task.world.graph.nodes[task.episode.start]
             self._publish_command(GoalField(lat=start.lat, lon=start.lon, alt_m=self._altitude_m),
@@ -272,7 +278,7 @@ class SupervisorNode(Node):
             return
         stamp = convert.stamp_from_msg(self.get_clock().now().to_msg())
         self._guidance_pub.publish(convert.to_string(convert.guidance_msg(guidance, view_set, stamp)))
-        self._episode.act(action)
+        self._episode.act(action, guidance.next_node)
         if guidance.next_node is None:
             self._publish_command(HoldField(), guidance.text, view_set.view_set_id)
             self._finish_live()
@@ -305,6 +311,18 @@ class SupervisorNode(Node):
             msg.end_reason = traj.end_reason.value if traj.end_reason else None
             msg.error = traj.error
         self._episode_pub.publish(convert.to_string(msg))
+
+    def _on_stalled(self) -> None:
+        """Live: no progress for stall_timeout_s. Hold the vehicle, end the episode as stalled,
+        and say why on the log and ~/status (the reason stays until the state changes)."""
+        assert self._session is not None and self._episode is not None and self._episode.trajectory is not None
+        reason = f"episode {self._session.episode.episode_id} seed {self._session.seed}: " \
+                 f"{self._episode.trajectory.error}"
+        self.get_logger().warning(reason)
+        self._publish_command(HoldField(), reason)
+        self._finish_live()
+        self._reason = f"{self._reason}; {reason}" if self._reason else reason
+        self._publish_status()
 
     def _finish_live(self) -> None:
         assert self._episode is not None and self._episode.trajectory is not None
@@ -365,13 +383,19 @@ class SupervisorNode(Node):
         self._advance()
 
     def _on_location(self, msg: String) -> None:
-        """Live: announce the run once the vehicle stands on the task's start node."""
-        if self._episode is None or self._announced or self._session is None:
+        """Live: the distance to the goal under way is the episode's progress (core.supervisor.live);
+        the run is announced once the vehicle stands on the task's start node."""
+        if self._episode is None or self._session is None:
             return
         try:
             location = parse(LocationMsg, msg.data)
         except ValidationError as exc:
             self.get_logger().warning(f"ignored a malformed location: {exc.errors()[:1]}")
+            return
+        goal = self._goal[0].command if self._goal is not None else None
+        if isinstance(goal, GoalField) and location.lat is not None and location.lon is not None:
+            self._episode.approach(geodesic_m(location.lat, location.lon, goal.lat, goal.lon))
+        if self._announced:
             return
         if location.status == "on-node" and location.node == self._session.episode.start:
             self._announced = True
@@ -402,6 +426,9 @@ class SupervisorNode(Node):
                                       f"not started after {self._select_timeout_s:g} s: selecting again")
             self._select_episode()
         if self._live:
+            if self._episode is not None and self._episode.check_stall():
+                self._on_stalled()
+                return
             self._repeat_goal(now)
         if self._pending is not None and now - self._pending[2] > self._decision_timeout_s:
             if self._hold_since is None:
@@ -417,8 +444,12 @@ class SupervisorNode(Node):
                 self._check_decision_node(now)
 
     def _check_decision_node(self, now: float) -> None:
-        """Bring the decision node to active: at start, and after it restarted."""
+        """Bring the decision node to active: at start, and after it restarted. A refused
+        transition is tried again after 1, 2, 4... up to 30 s; a node that finalized itself
+        (a configuration error, which it also exits on) is never asked again."""
         self._last_lifecycle_check = now
+        if now < self._retry_at:
+            return
         if self._lifecycle_call is not None:
             client, future, sent_at = self._lifecycle_call
             if now - sent_at < 5.0:
@@ -438,6 +469,14 @@ class SupervisorNode(Node):
         self._lifecycle_call = None
         result = future.result()
         label = result.current_state.label if result is not None else ""
+        if label == "finalized":  # configuring it failed for good: see its log (it exits)
+            if not self._finalized_reported:
+                self._finalized_reported = True
+                self._reason = "the decision node finalized itself after a configuration error: see its log"
+                self.get_logger().error(self._reason)
+                self._publish_status()
+            return
+        self._finalized_reported = False  # a node answering in any other state is a fresh start
         if label in LIFECYCLE:
             name, transition = LIFECYCLE[label]
             request = ChangeState.Request()
@@ -452,8 +491,14 @@ class SupervisorNode(Node):
         self._lifecycle_call = None
         result = future.result()
         if result is None or not result.success:
-            self.get_logger().error("the decision node refused a transition: see its log")
-        self._last_lifecycle_check = 0.0  # look again at once
+            self._refused += 1
+            wait = min(30.0, 2.0 ** (self._refused - 1))
+            self._retry_at = time.monotonic() + wait
+            self.get_logger().error(f"the decision node refused a transition ({self._refused} in a row): "
+                                    f"see its log; asking again in {wait:g} s")
+        else:
+            self._refused, self._retry_at = 0, 0.0
+        self._last_lifecycle_check = 0.0  # look again at once (a refusal: once the wait is over)
 
     # -- reporting -----------------------------------------------------------------------------
 

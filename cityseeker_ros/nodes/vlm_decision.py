@@ -1,7 +1,11 @@
 """The decision maker as a lifecycle node: any registered policy, the VLM included.
 
 configure: make the policy and `prepare()` it (a VLM loads its model here), subscribe to the
-view sets and images; activate: decisions flow on `~/decision`; deactivate: view sets are
+view sets and images. A configuration error (a bad parameter, missing data, a model server
+that cannot be reached) is final: the transition ends in `finalized`, so a lifecycle manager
+stops asking, and the process exits with one line and CONFIG_ERROR_EXIT (nodes/common.py) so a
+runner stops the run; any other failure leaves it `unconfigured`, to be tried again.
+activate: decisions flow on `~/decision`; deactivate: view sets are
 still received and kept, nothing is published; cleanup: the policy is released.
 
 A decision runs on one worker thread, never in a callback: the executor keeps serving
@@ -22,6 +26,7 @@ from typing import Any, Optional
 from diagnostic_msgs.msg import DiagnosticArray
 from pydantic import ValidationError
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.task import Future
 from sensor_msgs.msg import CompressedImage
 from std_msgs.msg import String
 
@@ -31,6 +36,7 @@ from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.policies import Policy, make_policy
 from cityseeker_ros.core.policies.base import PromptContext
+from cityseeker_ros.core.redact import redact, redact_text
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos
 from cityseeker_ros.ros.parameters import VLM_DECISION, declare, json_parameter, policy_params
@@ -58,6 +64,8 @@ class VlmDecisionNode(LifecycleNode):
         self._subscriptions: list[Any] = []
         self._timer = None
         self._active = False
+        self._config_error: Optional[str] = None
+        self.fatal = Future()  # completed with a configuration error: common.spin_nodes exits
         self._reset_state()
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         self.create_timer(float(self.get_parameter("diagnostics_period_s").value), self._publish_diagnostics)
@@ -90,13 +98,19 @@ class VlmDecisionNode(LifecycleNode):
             param = self.get_parameter
             params = policy_params(json_parameter("policy_params", param("policy_params").value),
                                    str(param("backend").value), str(param("model").value))
+            redact(params)  # learns the credentials, so a message quoting one is masked in logs
             policy = make_policy(self._policy_name, **params)
             if policy.privileged:
                 self._load_world()
             policy.prepare()
-        except (CitySeekerError, ValueError) as exc:
-            self.get_logger().error(f"configure failed: {exc}")
+        except (CitySeekerError, ValueError) as exc:  # configuration: trying again cannot help
             self._worlds, self._episodes = {}, {}
+            self._config_error = f"configure failed: {redact_text(str(exc))}"
+            return TransitionCallbackReturn.ERROR  # -> on_error -> finalized
+        except Exception as exc:  # a crash while loading (out of memory...): may pass on a retry
+            self._worlds, self._episodes = {}, {}
+            self.get_logger().error(f"configure failed ({type(exc).__name__}): {redact_text(str(exc))}; "
+                                    "staying unconfigured")
             return TransitionCallbackReturn.FAILURE
         self._policy = policy
         self._reset_state()
@@ -106,12 +120,22 @@ class VlmDecisionNode(LifecycleNode):
         max_views = int(self.get_parameter("max_views").value)
         self._subscriptions = [
             self.create_subscription(String, "views", self._on_view_set, qos.STATE),
-            self.create_subscription(CompressedImage, "images", self._on_image, qos.view_images(max_views)),
+            # the views and the node's panorama (one frame more): as deep as the world node keeps them
+            self.create_subscription(CompressedImage, "images", self._on_image, qos.view_images(max_views + 1)),
         ]
         self._timer = self.create_timer(0.25, self._check_images_timeout)
         self.get_logger().info(f"configured: policy {self._policy_name} "
                                f"({'uses' if policy.uses_images else 'ignores'} images)")
         return super().on_configure(state)
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """A configuration error finalizes the node and ends the process (after this transition
+        is answered); any other error returns it to unconfigured."""
+        if self._config_error is None:
+            return super().on_error(state)
+        if not self.fatal.done():
+            self.fatal.set_result(self._config_error)
+        return TransitionCallbackReturn.FAILURE
 
     def _load_world(self) -> None:
         data = str(self.get_parameter("data").value)
@@ -232,7 +256,7 @@ class VlmDecisionNode(LifecycleNode):
                 world = self._worlds.get(episode.city) if policy.privileged else None
                 self._episode_key = task.key()
                 policy.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
-            decoded = {frame: convert.image_from_msg(msg) for frame, msg in images.items()}
+            decoded = convert.view_set_images(view_set, images)  # the panorama decodes only if shown
             logged = len(policy.step_records())
             context = PromptContext(**view_set.context) if view_set.context else None
             decision = policy.decide(convert.view_set_to_observation(view_set, decoded), context)
@@ -240,8 +264,8 @@ class VlmDecisionNode(LifecycleNode):
             msg.records = policy.step_records()[logged:]
             return msg
         except Exception as exc:
-            return convert.failed_decision_msg(f"{type(exc).__name__}: {exc}", view_set, self._policy_name,
-                                               time.perf_counter() - start)
+            return convert.failed_decision_msg(redact_text(f"{type(exc).__name__}: {exc}"), view_set,
+                                               self._policy_name, time.perf_counter() - start)
 
     def _publish_results(self) -> None:  # guard condition: on the executor thread
         while True:

@@ -14,10 +14,15 @@ environment as bootstrapped so that hook never re-executes a process we start.
 On a real ROS 2 install (setup.bash sourced) there is no wheel layout; `ros_env()` then keeps
 the sourced library and ament paths and only adds the settings below.
 
+Network exposure: by default every DDS socket binds to 127.0.0.1 (config/fastdds_profile.xml,
+an interface allowlist and unicast discovery on loopback, with the discovery range left to the
+profile). `CITYSEEKER_ROS_NETWORK=1` is the one switch for live trials across machines: the
+profile without the allowlist and the SUBNET discovery range.
+
 Tests: the pytest process never imports rclpy. Every node, and the test's driver, is a child
 process started with `spawn(..., env=ros_env(domain_id=...))`, each test on its own
 `ROS_DOMAIN_ID` from `lease_domain()`, so concurrent test sessions on one host never see
-each other's graphs (discovery is LOCALHOST-only).
+each other's graphs (nothing leaves loopback).
 """
 from __future__ import annotations
 
@@ -28,13 +33,21 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional
 
+from cityseeker_ros.core.errors import ConfigError
+
 PACKAGE = "cityseeker_ros"
-PROFILE_FILE = "fastdds_profile.xml"
+PROFILE_FILE = "fastdds_profile.xml"  # loopback only: the default
+NETWORK_PROFILE_FILE = "fastdds_network_profile.xml"  # every interface: live trials across machines
+NETWORK_SWITCH = "CITYSEEKER_ROS_NETWORK"  # "1" selects the network profile
+# rmw_fastrtps appends a UDP transport without an allowlist under LOCALHOST; SYSTEM_DEFAULT leaves
+# discovery to the loopback profile (config/fastdds_profile.xml says why).
+DISCOVERY_RANGE = {False: "SYSTEM_DEFAULT", True: "SUBNET"}
 RMW_IMPLEMENTATION = "rmw_fastrtps_cpp"
 # Python packages of the wheels the nodes import (ros-jazzy-*; lifecycle_msgs comes with rclpy).
 ROS_MODULES = ("rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs", "nav_msgs",
@@ -87,22 +100,35 @@ def _prepend(paths: Sequence[Path], existing: str) -> str:
     return os.pathsep.join(parts)
 
 
+def network_mode(env: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether `CITYSEEKER_ROS_NETWORK` (in `env`, default os.environ) asks for DDS on every
+    interface; unset, empty or 0 is loopback only."""
+    value = (os.environ if env is None else env).get(NETWORK_SWITCH, "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"{NETWORK_SWITCH} must be 1 (DDS on every interface) or 0 (loopback only), got {value!r}")
+
+
 def ros_env(domain_id: Optional[int] = None, base: Optional[Mapping[str, str]] = None,
-            discovery_range: str = "LOCALHOST") -> dict[str, str]:
+            network: Optional[bool] = None) -> dict[str, str]:
     """The environment for a ROS process: `base` (default os.environ) plus library and ament
-    paths for the wheels, Fast DDS as the RMW with the project's shared-memory profile,
-    discovery limited to `discovery_range` (LOCALHOST: nothing leaves loopback; SUBNET for a
-    drone or headset on the network) and `domain_id` when given."""
+    paths for the wheels, Fast DDS as the RMW with the project's profile and `domain_id` when
+    given. `network` (default: `CITYSEEKER_ROS_NETWORK` in `base`) False binds every DDS socket
+    to loopback; True is for a drone or headset on the network."""
     env = dict(os.environ if base is None else base)
+    network = network_mode(env) if network is None else network
     libs = library_dirs()
     if libs:
         env["LD_LIBRARY_PATH"] = _prepend(libs, env.get("LD_LIBRARY_PATH", ""))
         env["AMENT_PREFIX_PATH"] = _prepend([libs[0].parent], env.get("AMENT_PREFIX_PATH", ""))
         env[_BOOTSTRAP_GUARD] = "1"
     env["RMW_IMPLEMENTATION"] = RMW_IMPLEMENTATION
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = discovery_range
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = DISCOVERY_RANGE[network]
     env.pop("ROS_LOCALHOST_ONLY", None)  # deprecated in Jazzy; it would fight the range above
-    profile = str(config_file(PROFILE_FILE))
+    env[NETWORK_SWITCH] = "1" if network else "0"
+    profile = str(config_file(NETWORK_PROFILE_FILE if network else PROFILE_FILE))
     env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profile  # Fast DDS 2.x reads this name,
     env["FASTDDS_DEFAULT_PROFILES_FILE"] = profile   # 3.x this one
     if domain_id is not None:
@@ -135,9 +161,21 @@ def python_module_command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def spawn(command: Sequence[str], env: Mapping[str, str], **popen: object) -> subprocess.Popen:
-    """Start a ROS process. The caller owns it and must `stop()` it by this handle."""
+def spawn(command: Sequence[str], env: Mapping[str, str], die_with_parent: bool = False,
+          **popen: object) -> subprocess.Popen:
+    """Start a ROS process. The caller owns it and must `stop()` it by this handle;
+    `die_with_parent` also has the kernel send it SIGTERM (rclpy shuts down on it) when the
+    caller dies, even by SIGKILL, so a killed runner leaves no node behind (Linux only)."""
+    if die_with_parent and sys.platform.startswith("linux"):
+        popen["preexec_fn"] = _die_with_parent
     return subprocess.Popen(list(command), env=dict(env), **popen)  # type: ignore[arg-type]
+
+
+def _die_with_parent() -> None:  # in the child, between fork and exec
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
 
 def stop(process: subprocess.Popen, timeout_s: float = 5.0) -> Optional[int]:
@@ -153,6 +191,23 @@ def stop(process: subprocess.Popen, timeout_s: float = 5.0) -> Optional[int]:
                 process.kill()
             process.wait(timeout_s)
     return process.returncode
+
+
+def stop_all(processes: Sequence[subprocess.Popen], timeout_s: float = 5.0) -> None:
+    """`stop` for many at once: SIGINT to each, then SIGKILL to those still alive after
+    `timeout_s` in all (not per process), so a run ends in about one node's shutdown time."""
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + timeout_s
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            process.wait(timeout_s)
 
 
 SHM_DIR = Path("/dev/shm")
@@ -210,20 +265,20 @@ def lease_domain(first: int = DOMAIN_RANGE[0], last: int = DOMAIN_RANGE[1],
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    """`eval "$(python -m cityseeker_ros.ros.env [--domain N] [--range SUBNET])"` puts a shell
-    into the ROS environment, for running nodes by hand on a pip-only machine."""
+    """`eval "$(python -m cityseeker_ros.ros.env [--domain N] [--network])"` puts a shell into
+    the ROS environment, for running nodes by hand on a pip-only machine."""
     import argparse
     import shlex
 
     parser = argparse.ArgumentParser(prog="python -m cityseeker_ros.ros.env", description=main.__doc__)
     parser.add_argument("--domain", type=int, default=None, help="ROS_DOMAIN_ID (default: keep the current)")
-    parser.add_argument("--range", default="LOCALHOST", choices=["LOCALHOST", "SUBNET", "OFF", "SYSTEM_DEFAULT"],
-                        help="ROS_AUTOMATIC_DISCOVERY_RANGE")
+    parser.add_argument("--network", action="store_true", default=None,
+                        help=f"DDS on every interface, for other hosts (default: ${NETWORK_SWITCH}, else loopback)")
     args = parser.parse_args(argv)
-    env = ros_env(args.domain, discovery_range=args.range)
+    env = ros_env(args.domain, network=args.network)
     keys = ("LD_LIBRARY_PATH", "AMENT_PREFIX_PATH", _BOOTSTRAP_GUARD, "RMW_IMPLEMENTATION",
-            "ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE",
-            "ROS_DOMAIN_ID")
+            "ROS_AUTOMATIC_DISCOVERY_RANGE", NETWORK_SWITCH, "FASTRTPS_DEFAULT_PROFILES_FILE",
+            "FASTDDS_DEFAULT_PROFILES_FILE", "ROS_DOMAIN_ID")
     for key in keys:
         if key in env:
             print(f"export {key}={shlex.quote(env[key])}")

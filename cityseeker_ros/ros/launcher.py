@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
@@ -22,36 +22,65 @@ from cityseeker_ros.ros.runner import NodeSpec, RunFailed, Runner
 
 def written_keys(out: Path) -> set[tuple[str, int]]:
     """(episode, seed) of the complete lines of episodes.jsonl (a torn last line is not one)."""
-    path = out / EPISODES_FILE
-    if not path.is_file():
-        return set()
-    keys = set()
-    for line in path.read_bytes().split(b"\n"):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        keys.add((record["episode_id"], record["seed"]))
-    return keys
+    return {(r["episode_id"], r["seed"]) for r in EpisodeLog(out / EPISODES_FILE).read_new()}
+
+
+class EpisodeLog:
+    """The records of episodes.jsonl as it grows: each read returns the complete lines written
+    since the last one (a line still being written waits for its newline)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._offset = Path(path), 0
+
+    def read_new(self) -> list[dict[str, Any]]:
+        if not self.path.is_file():
+            return []
+        with open(self.path, "rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        records = []
+        for line in data[:end].split(b"\n"):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:  # blank, or torn by a crash before a restart appended
+                continue
+        return records
+
+
+def progress_line(record: dict[str, Any], index: int, total: int) -> str:
+    """`episode 3/12 <id> seed 0: stopped after 14 steps, success` for a finished task (success
+    is TCP@50, SPL's success: the final node within 50 m of the target)."""
+    reached = float(record.get("metrics", {}).get("tcp50", 0.0)) >= 100.0
+    line = (f"episode {index}/{total} {record['episode_id']} seed {record['seed']}: {record['end_reason']} "
+            f"after {record['steps']} steps, {'success' if reached else 'not reached'}")
+    return line + (f" ({' '.join(str(record['error']).split())[:200]})" if record.get("error") else "")
 
 
 class Completion:
     """Whether every wanted task is written and summary.json was rewritten after the last of
-    them. The runner polls it, so episodes.jsonl is parsed again only when it has changed."""
+    them. The runner polls it; each task written is reported through `log` as it appears,
+    except those of `quiet` (written by the run this one resumes)."""
 
-    def __init__(self, out: Path, wanted: list[tuple[str, int]]) -> None:
-        self.out, self.wanted = Path(out), set(wanted)
-        self._seen: Optional[tuple[int, int]] = None  # (mtime, size) of the episodes.jsonl parsed
+    def __init__(self, out: Path, wanted: list[tuple[str, int]], log: Optional[Callable[[str], None]] = None,
+                 quiet: Iterable[tuple[str, int]] = ()) -> None:
+        self.out, self.wanted, self.log, self.quiet = Path(out), set(wanted), log, set(quiet)
+        self._episodes = EpisodeLog(self.out / EPISODES_FILE)
         self._keys: set[tuple[str, int]] = set()
 
     def __call__(self) -> bool:
+        for record in self._episodes.read_new():
+            key = (record["episode_id"], record["seed"])
+            if key in self._keys:
+                continue
+            self._keys.add(key)
+            if self.log is not None and key not in self.quiet:
+                self.log(progress_line(record, len(self._keys & self.wanted), len(self.wanted)))
         episodes, summary = self.out / EPISODES_FILE, self.out / SUMMARY_FILE
         if not episodes.is_file() or not summary.is_file():
             return False
-        stat = episodes.stat()
-        if (stat.st_mtime_ns, stat.st_size) != self._seen:
-            self._seen, self._keys = (stat.st_mtime_ns, stat.st_size), written_keys(self.out)
-        return self.wanted <= self._keys and summary.stat().st_mtime_ns >= stat.st_mtime_ns
+        return self.wanted <= self._keys and summary.stat().st_mtime_ns >= episodes.stat().st_mtime_ns
 
 
 @contextlib.contextmanager
@@ -73,10 +102,10 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
     evaluator has written every task, stop everything started; summary.json."""
     config.validate()
     out = Path(out)
+    worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}  # refused before OUT is made
     out.mkdir(parents=True, exist_ok=True)
     if config.supervised and config.memory is None:
         config.memory = str((out / MEMORY_FILE).resolve())
-    worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}
     wanted = [(worlds[c].episodes[i].episode_id, s) for c, i, s in run_tasks(config, worlds)]
     done = written_keys(out)
     todo = [key for key in wanted if key not in done]
@@ -92,7 +121,7 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
               flush=True)
         with Runner(nodes, out / "ros", ros.ros_env(domain_id=domain_id_used), single_process=single_process) as runner:
             runner.start()
-            runner.watch(Completion(out, wanted), timeout_s)
+            runner.watch(Completion(out, wanted, log=lambda line: print(line, flush=True), quiet=done), timeout_s)
     return json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
 

@@ -38,12 +38,19 @@ def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, i
         NodeSpec(REPLAY, "cityseeker_ros.nodes.streetview_replay", {
             "data": run["data"], "dataset": config.dataset, "max_steps": config.max_steps,
             "max_invalid_retries": config.max_invalid_retries, "dtw_threshold_m": run["dtw_threshold_m"],
-            "views": views, "view_params": run["view_params"], "image_format": "png"}),
+            "views": views, "view_params": run["view_params"], "image_format": "png",
+            "panorama": bool(views) and _shows_panorama(policy, config.policy_params)}),
         _decision(config, run, f"/{REPLAY}/images"),
         NodeSpec(SUPERVISOR, "cityseeker_ros.nodes.supervisor", {
             **run, "tasks": json.dumps([list(t) for t in tasks]), "decision_timeout_s": float(decision_timeout_s)}),
         NodeSpec(EVALUATOR, "cityseeker_ros.nodes.evaluator", {**run, "out": str(Path(out).resolve())}, respawn=True),
     ]
+
+
+def _shows_panorama(policy: Any, params: dict[str, Any]) -> bool:
+    """Send panoramas only to a policy that may show them; a factory that cannot say gets them."""
+    shows = getattr(policy, "shows_panorama", None)
+    return bool(shows(dict(params))) if callable(shows) else True
 
 
 def _decision(config: BenchmarkConfig, run: dict[str, Any], images: str) -> NodeSpec:
@@ -84,6 +91,8 @@ def airsim_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, int]
                  camera_params: dict[str, Any], altitude_m: float = 0.0,
                  decision_timeout_s: float = 10.0) -> list[NodeSpec]:
     """airsim.launch.py's nodes: the bridge (behind its safety gate) and the live node set."""
+    # The e-stop latch lives with the run: a restarted bridge, or runner on the same OUT, stays latched.
+    bridge = {"estop_state_file": str(Path(out).resolve() / "ros" / f"{BRIDGE}.estop.json"), **bridge}
     bridge_node = NodeSpec(BRIDGE, "cityseeker_ros.nodes.airsim_bridge", bridge,
                            remaps=(("command", f"/{SUPERVISOR}/command"), ("heartbeat", f"/{SUPERVISOR}/heartbeat")))
     return [bridge_node, *_live_nodes(config, out, tasks, "airsim", camera_params, f"/{BRIDGE}/fix",

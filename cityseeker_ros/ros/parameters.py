@@ -14,6 +14,7 @@ from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.episode import World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
+from cityseeker_ros.core.supervisor.live import DEFAULT_STALL_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ STREETVIEW_REPLAY = (
               "on images then match an in-process run bit for bit)"),
     ParamSpec("jpeg_quality", 90, "JPEG quality, 1-100"),
     ParamSpec("max_views", 8, "images kept per view set on the images topic (history depth)"),
+    ParamSpec("panorama", True, "send the node's panorama with each view set where the view source has one "
+              "(the VLM's stop prompt shows it); false skips making it, for policies that never look at it"),
     ParamSpec("frame_id", "map", "frame of the pose and path topics"),
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
 )
@@ -106,6 +109,8 @@ SUPERVISOR = RUN + (
     ParamSpec("manage_decision_node", True, "configure and activate the decision node, also after it restarts"),
     ParamSpec("decision_timeout_s", 10.0, "no decision within this long: hold, report, and wait for the node"),
     ParamSpec("select_timeout_s", 10.0, "repeat an episode selection the world node has not started by then"),
+    ParamSpec("stall_timeout_s", DEFAULT_STALL_TIMEOUT_S, "live: a vehicle under way that neither arrives nor "
+              "comes 1 m closer to its goal for this long ends the episode as 'stalled'"),
     ParamSpec("heartbeat_rate_hz", 10.0, "rate of ~/heartbeat; vehicles move only while it is alive"),
     ParamSpec("altitude_m", 0.0, "goal altitude above home in vehicle mode (a drone's cruise height)"),
     ParamSpec("frame_id", "map", "frame of the markers"),
@@ -136,6 +141,8 @@ AIRSIM_BRIDGE = (
     ParamSpec("velocity_period_s", 0.5, "a velocity command is flown in slices this long, re-sent while it stands"),
     ParamSpec("safety_config", "", "YAML/JSON file of the safety gate (core.safety.SafetyConfig: geofence, "
               "limits, decision_timeout_s, heartbeat_timeout_s); required for fly, optional for teleport"),
+    ParamSpec("estop_state_file", "", "file that keeps a latched e-stop across restarts until ~/reset_estop "
+              "('' = $ROS_HOME/cityseeker/<node>.estop.json; `cityseeker run airsim` uses OUT/ros/)"),
     ParamSpec("control_rate_hz", 20.0, "rate of the control step (gate tick, holds)"),
     ParamSpec("state_rate_hz", 10.0, "rate of ~/fix and ~/odom"),
     ParamSpec("state_from_pose", False, "read the state from simGetVehiclePose (any vehicle, ComputerVision "
@@ -162,6 +169,12 @@ GRAPH_LOCALISER = (
               "(the plane streetview_replay's ~/pose uses)"),
     ParamSpec("snap_radius_m", 15.0, "within this distance of its node the vehicle is on-node"),
     ParamSpec("hysteresis_m", 5.0, "another node must be closer by this much to take over (no flicker)"),
+    ParamSpec("hysteresis_fraction", 0.5, "the margin is at most this fraction of the distance between the two "
+              "nodes, so a node nearer than hysteresis_m stays reachable"),
+    ParamSpec("arrival_radius_m", 2.0, "the goal node takes over once the vehicle is within this distance of it "
+              "(or nearest to it) and within snap_radius_m: about the GNSS noise"),
+    ParamSpec("supervisor_node", "/supervisor", "its `~/command` goals name the node the vehicle was sent to "
+              "(the goal hint); '' localises on position alone"),
     ParamSpec("off_graph_m", 30.0, "farther than this from every node the vehicle is off-graph"),
     ParamSpec("confirm_fixes", 3, "consecutive fixes another node must win before it takes over"),
     ParamSpec("min_motion_m", 2.0, "motion needed before the bearing of motion is taken as the heading"),

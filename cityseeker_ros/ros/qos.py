@@ -34,3 +34,8 @@ OUTCOMES = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000, reliability
 # The supervisor's heartbeat: only its arrival matters, a late one is worthless.
 HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
                        durability=DurabilityPolicy.VOLATILE)
+
+# /estop: it must arrive, and a node that starts or restarts late must get the last value at once
+# (a bridge restarted while the button is still down trips again).
+ESTOP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                   durability=DurabilityPolicy.TRANSIENT_LOCAL)

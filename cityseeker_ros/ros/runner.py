@@ -2,15 +2,23 @@
 `ros2 launch` (pip-only installs, CI). Each node is its own process over DDS on loopback, or all
 of them in one process on a single-threaded executor (`single_process`).
 
-The runner starts what it needs and ends only what it started, by PID. A node that may restart
-without losing anything (the decision node, the evaluator) is restarted when it dies, like
-launch's `respawn=True`; any other node dying ends the run with its log. Nothing here imports
-rclpy: the nodes do, in processes started with `env.ros_env()`.
+The runner starts what it needs and ends only what it started, by PID (each is listed in
+`logs`/processes.json, and dies with the runner even if the runner is killed). A node that may
+restart without losing anything (the decision node, the evaluator) is restarted when it dies,
+like launch's `respawn=True`; any other node dying ends the run with its log. A node that cannot
+start for a configuration reason (a bad parameter, missing data, an unreachable model server)
+exits with CONFIG_ERROR_EXIT after writing its one-line reason: restarting it cannot help, so the
+run ends at once with that line. Nothing here imports rclpy: the nodes do, in processes started
+with `env.ros_env()`; a monitor process (nodes/run_monitor.py) prints on the terminal what the
+stack reports it is waiting for on /diagnostics.
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +28,8 @@ from typing import Any, Optional
 import yaml
 
 from cityseeker_ros.core.errors import CitySeekerError
+from cityseeker_ros.core.redact import redact
+from cityseeker_ros.core.text import clean_json
 from cityseeker_ros.ros import env as ros
 
 
@@ -54,29 +64,68 @@ class RunFailed(CitySeekerError):
     """A node the run needs died, or the run did not finish in time."""
 
 
+# The exit status of a node that cannot start for a configuration reason (nodes/common.py):
+# the run cannot succeed, so it is never restarted. Its one-line reason goes to the file named
+# by EXIT_REASON_ENV, which the runner sets per process.
+CONFIG_ERROR_EXIT = 2
+EXIT_REASON_ENV = "CITYSEEKER_EXIT_REASON_FILE"
+MONITOR = "run_monitor"
+# A respawnable node that dies this many times in a row within QUICK_DEATH_S of starting is
+# failing, not recovering: the run ends instead of restarting it forever.
+MAX_QUICK_DEATHS = 3
+QUICK_DEATH_S = 10.0
+
+
+def exit_reason(log_text: str) -> str:
+    """The last error line of a node's log (rcutils' `[ERROR] [time] [name]: message`), without
+    its prefix; the last line when there is none."""
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("[ERROR]"):
+            return line.split("]: ", 1)[-1]
+    return lines[-1] if lines else "(no log)"
+
+
 class Runner:
     """Starts the nodes, watches them until `done()` holds, restarts respawnable ones, and
     stops every process it started. Logs go to `logs`/NAME.log."""
 
     def __init__(self, nodes: Sequence[NodeSpec], logs: Path, env: dict[str, str],
-                 single_process: bool = False, log: Callable[[str], None] = print) -> None:
+                 single_process: bool = False, log: Callable[[str], None] = print, monitor: bool = True) -> None:
         self.nodes, self.logs, self.env = list(nodes), Path(logs), env
-        self.single_process, self.log = single_process, log
+        self.single_process, self.log, self.monitor = single_process, log, monitor
         self.logs.mkdir(parents=True, exist_ok=True)
+        # The nodes read their parameters, credentials included, from a private file outside the
+        # output folder; logs/params.yaml records them with the credentials masked (core/redact.py).
+        self._private: Optional[Path] = None
         self.params_file = self.logs / "params.yaml"
         self.processes: dict[str, subprocess.Popen] = {}
         self.restarts: dict[str, int] = {}
+        self.started: list[dict[str, Any]] = []  # every process started: name, pid, when (processes.json)
+        self._started_at: dict[str, float] = {}
+        self._quick_deaths: dict[str, int] = {}
+        self._monitor: Optional[subprocess.Popen] = None
         self._shm_before: set[Path] = set()
 
     def write_params(self) -> None:
         """One params file for every node, section by node name (JSON-valued strings stay strings)."""
         # Through JSON, so values shared between nodes are copies (rcl refuses YAML aliases).
         doc = json.loads(json.dumps({n.name: {"ros__parameters": n.params} for n in self.nodes}))
-        self.params_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        record = self.logs / "params.yaml"
+        record.write_text(yaml.safe_dump(clean_json(redact(doc)), sort_keys=False), encoding="utf-8")
+        if self._private is None:
+            self._private = Path(tempfile.mkdtemp(prefix="cityseeker-params-"))  # mode 0700
+        self.params_file = self._private / "params.yaml"
+        fd = os.open(self.params_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(yaml.safe_dump(clean_json(doc), sort_keys=False))
 
     def start(self) -> None:
         self._shm_before = ros.shm_segments()
         self.write_params()
+        if self.monitor:
+            self._monitor = self._start_process(MONITOR, ros.python_module_command("cityseeker_ros.nodes.run_monitor"),
+                                                stdout=None)  # its lines go to the terminal
         if self.single_process:
             if any(n.argv is not None for n in self.nodes):
                 raise CitySeekerError("tool processes (bag player, recorder) cannot share one process")
@@ -91,7 +140,29 @@ class Runner:
 
     def _spawn(self, name: str, command: list[str]) -> None:
         with open(self.logs / f"{name}.log", "a") as log:
-            self.processes[name] = ros.spawn(command, self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.processes[name] = self._start_process(name, command, stdout=log)
+        self._started_at[name] = time.monotonic()
+
+    def _start_process(self, name: str, command: list[str], stdout: Any) -> subprocess.Popen:
+        """Start one process that dies with the runner, tell it where to write why it could not
+        start, and record its PID in processes.json."""
+        reason = self.logs / f"{name}.reason"
+        reason.unlink(missing_ok=True)
+        env = {**self.env, EXIT_REASON_ENV: str(reason)}
+        stderr = subprocess.STDOUT if stdout is not None else None
+        process = ros.spawn(command, env, stdout=stdout, stderr=stderr, die_with_parent=True)
+        self.started.append({"name": name, "pid": process.pid, "started": time.time()})
+        (self.logs / "processes.json").write_text(json.dumps(self.started, indent=1), encoding="utf-8")
+        return process
+
+    def reason(self, name: str) -> str:
+        """Why `name` exited: the line it wrote for the runner, else the last error in its log."""
+        path = self.logs / f"{name}.reason"
+        if path.is_file():
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+            if text:
+                return text.splitlines()[0]
+        return exit_reason(self.tail(name))
 
     def pid(self, name: str) -> int:
         return self.processes[name].pid
@@ -109,8 +180,15 @@ class Runner:
                 node = next((n for n in self.nodes if n.name == name), None)
                 if node is not None and node.finite and code == 0:
                     continue
+                if code == CONFIG_ERROR_EXIT:  # restarting cannot help
+                    raise RunFailed(f"{name}: {self.reason(name)} (log: {self.logs / f'{name}.log'})")
                 if node is None or not node.respawn:
                     raise RunFailed(f"{name} exited with code {code}:\n{self.tail(name)}")
+                quick = time.monotonic() - self._started_at.get(name, 0.0) < QUICK_DEATH_S
+                self._quick_deaths[name] = self._quick_deaths.get(name, 0) + 1 if quick else 0
+                if self._quick_deaths[name] >= MAX_QUICK_DEATHS:
+                    raise RunFailed(f"{name} exited with code {code} {MAX_QUICK_DEATHS} times in a row within "
+                                    f"{QUICK_DEATH_S:g} s of starting; giving up:\n{self.tail(name)}")
                 self.restarts[name] = self.restarts.get(name, 0) + 1
                 self.log(f"{name} exited with code {code}: restarting it (restart {self.restarts[name]})")
                 self._spawn(name, node.command(self.params_file))
@@ -128,11 +206,13 @@ class Runner:
         return path.read_text(errors="replace")[-chars:] if path.is_file() else "(no log)"
 
     def stop(self) -> None:
-        for process in reversed(list(self.processes.values())):
-            ros.stop(process)
+        monitor = [self._monitor] if self._monitor is not None else []
+        ros.stop_all([*reversed(list(self.processes.values())), *monitor])
         # A killed node leaves its shared-memory segment: remove those that appeared during the
         # run and whose owner is dead, nobody else's.
         ros.remove_stale_shm(ros.shm_segments() - self._shm_before)
+        if self._private is not None:  # the only copy of the parameters with credentials
+            shutil.rmtree(self._private, ignore_errors=True)
 
     def __enter__(self) -> Runner:
         return self

@@ -14,9 +14,12 @@ records without ROS.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cityseeker_ros.core.text import clean_json, loads_json
 
 VERSION = 1
 
@@ -27,15 +30,32 @@ class Record(BaseModel):
     version: Literal[1] = VERSION
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        """Valid UTF-8 whatever the record holds: a lone surrogate (which ROS cannot send) is
+        replaced by U+FFFD rather than failing the publish."""
+        try:
+            return self.model_dump_json()
+        except ValueError:  # PydanticSerializationError: text that UTF-8 cannot encode
+            return json.dumps(clean_json(self.model_dump(mode="json")), ensure_ascii=False, separators=(",", ":"))
 
 
 R = TypeVar("R", bound=Record)
 
 
 def parse(model: type[R], text: str) -> R:
-    """One record from a String message's data; raises pydantic.ValidationError when malformed."""
-    return model.model_validate_json(text)
+    """One record from a String message's data; raises pydantic.ValidationError when malformed.
+
+    Text from the network is cleaned here: JSON that escapes a lone surrogate ("\\ud800", which
+    Python's json writes by default and pydantic refuses) is read with U+FFFD in its place."""
+    try:
+        return model.model_validate_json(text)
+    except ValueError:
+        try:
+            cleaned = json.dumps(loads_json(text), ensure_ascii=False)
+        except (ValueError, RecursionError):
+            cleaned = None
+        if cleaned is None or cleaned == text:
+            raise
+        return model.model_validate_json(cleaned)
 
 
 class Stamp(BaseModel):
@@ -99,6 +119,17 @@ class ViewEntry(BaseModel):
     frame_id: Optional[str] = None
 
 
+class PanoramaEntry(BaseModel):
+    """The node's panorama (core ViewSource.panorama_view): equirectangular, width = 2 x height,
+    its centre column looking along the view set's `facing`. Sent on the images topic like a view."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    frame_id: str  # header.frame_id of its image (stamped with the view set's stamp)
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+
+
 class ViewSetMsg(Record):
     """The observation at the current node: one entry per walkable heading. The images come
     separately as sensor_msgs/CompressedImage, matched by (stamp, frame_id)."""
@@ -119,9 +150,14 @@ class ViewSetMsg(Record):
     # The supervisor's BCR prompt slots (core PromptContext: backtrack, surroundings, history);
     # set only on the view sets the supervisor forwards to the decision node.
     context: Optional[dict[str, Optional[str]]] = None
+    # The node's panorama, for the VLM's stop prompt; None: the world node sends none (its view
+    # source has none, or its `panorama` parameter is off) and the stop prompt shows the views.
+    panorama: Optional[PanoramaEntry] = None
 
     def image_frames(self) -> list[str]:
-        return [v.frame_id for v in self.views if v.frame_id is not None]
+        """Every image this view set carries: the views', then the panorama's."""
+        frames = [v.frame_id for v in self.views if v.frame_id is not None]
+        return frames + [self.panorama.frame_id] if self.panorama is not None else frames
 
 
 class DecisionMsg(Record):

@@ -42,11 +42,12 @@ def finish(process: subprocess.Popen, name: str, ros_processes) -> int:
 
 @pytest.fixture
 def recorded(ros_processes, tiny_city, tmp_path):
-    """A bag of two forward-policy episodes with PNG view images, and the nodes' processes."""
+    """A bag of two forward-policy episodes with PNG view images and panoramas (the replay
+    node's default), and the nodes' processes."""
     require_ros()
     world = load_dataset(tiny_city)[0]
     view_params = {"folder": str(coloured_panoramas(tmp_path / "panos", world.graph.nodes)), "width": 32,
-                   "height": 16}
+                   "height": 16, "pano_width": 64}
     bag = tmp_path / "run1"
     recorder = ros_processes._start("recorder", ros.python_module_command(RECORDER, str(bag)))
     assert wait_for_text(ros_processes.logs / "recorder.log", "recording 14 topics", 60), ros_processes.log_text()
@@ -136,7 +137,7 @@ def test_project_bag_reads_with_mcap_ros2_support_and_redecides(recorded, tiny_c
 
     bag, results, _ = recorded
     seen: dict[str, int] = {}
-    ended = []
+    ended, panoramas = [], 0
     for m in read_ros2_messages(str(bag / "run1.mcap")):
         seen[m.channel.topic] = seen.get(m.channel.topic, 0) + 1
         if m.channel.topic == "/streetview_replay/episode":
@@ -144,9 +145,12 @@ def test_project_bag_reads_with_mcap_ros2_support_and_redecides(recorded, tiny_c
             ended += [msg] if msg.status == "ended" else []
         if m.channel.topic == "/streetview_replay/images":
             assert m.ros_msg.format.startswith("rgb8; png")
-            assert decode_image(bytes(m.ros_msg.data)).shape == (16, 32, 3)
+            panorama = m.ros_msg.header.frame_id == "panorama"
+            assert decode_image(bytes(m.ros_msg.data)).shape == ((32, 64, 3) if panorama else (16, 32, 3))
+            panoramas += panorama
     assert seen["/streetview_replay/images"] > 0 and seen["/vlm_decision/decision"] > 0
     assert [e.metrics for e in ended] == [r["episode"]["metrics"] for r in results]
+    assert panoramas == sum(r["episode"]["steps"] for r in results)  # one per view set decided
 
     same = redecide(bag, "forward")
     report = same.report()

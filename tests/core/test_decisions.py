@@ -23,3 +23,11 @@ def test_rates_and_latency_percentiles():
 
 def test_no_decisions():
     assert summarize_decisions([{"end_reason": "stopped"}])["parse_error_rate"] == 0.0
+
+
+def test_tokens_per_decision_are_summarised_where_the_backend_counted_them():
+    steps = [{"tokens": {"prompt": 500, "completion": 40}}, {"tokens": {"prompt": 700, "completion": None}},
+             {"tokens": {"prompt": None, "completion": None}}]
+    summary = summarize_decisions([{"decisions": steps, "end_reason": "stopped"}])
+    assert summary["tokens"] == {"prompt": {"mean": 600.0, "total": 1200}, "completion": {"mean": 40.0, "total": 40}}
+    assert "tokens" not in summarize_decisions([{"decisions": [{"tokens": {"prompt": None}}], "end_reason": "x"}])

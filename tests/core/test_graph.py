@@ -29,3 +29,14 @@ def test_shortest_path_is_metric_and_cached():
 def test_edges_must_join_known_nodes():
     with pytest.raises(ValueError, match="not in the graph"):
         StreetGraph([Node("a", 0, 0, 0, ())], [Edge("a", "b", 0, 1)])
+
+
+def test_a_node_or_edge_given_twice_is_refused_not_dropped():
+    g = line_graph()
+    nodes, edges = list(g.nodes.values()), list(g.edges)
+    with pytest.raises(ValueError, match="edge 0->1 given twice"):
+        StreetGraph(nodes, edges + [Edge("0", "1", 95.0, 20.0)])  # another azimuth: one would be lost
+    with pytest.raises(ValueError, match="edge 0->1 given twice"):
+        StreetGraph(nodes, edges + [edges[0]])  # the same: out_edges would hold it twice
+    with pytest.raises(ValueError, match="node 2 given twice"):
+        StreetGraph(nodes + [Node("2", 1.0, 1.0, 0.0, ())], edges)

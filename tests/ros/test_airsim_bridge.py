@@ -7,12 +7,19 @@ supervisor and stamps what it sent and saw on the same host-wide monotonic clock
 Shown here: goals flow (moveToPosition, simSetVehiclePose); the vehicle holds within 1 s when
 decisions stop and when the heartbeat stops, and ~/safety says why; a goal outside the geofence is
 refused; the e-stop latches until ~/reset_estop; fix and odometry follow the fake's pose with
-REP 103 conversions.
+REP 103 conversions. With AirSim's task semantics and RPC latency in the fake: an e-stop while a
+goal flies leaves a hover as the last call, and no motion call after it; a latched e-stop
+survives a SIGKILL and restart of the bridge until ~/reset_estop.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import random
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +31,7 @@ from cityseeker_ros.core.airsim.frames import compass_to_enu_yaw, quat_from_yaw,
 from cityseeker_ros.core.geodesy import destination
 from cityseeker_ros.ros import env as ros
 from tests.core.airsim.fake_airsim import quat_yaw, vec
-from tests.core.airsim.fake_flight import FlightFake
+from tests.core.airsim.fake_flight import MOTION, FlightFake
 
 pytest.importorskip("cosysairsim", reason="the AirSim client library (test extra) is not installed")
 
@@ -54,20 +61,22 @@ def anchor_json() -> str:
                        "yaw_offset_deg": ANCHOR.yaw_offset_deg})
 
 
-def start_bridge(ros_processes, flight: FlightFake, **params: Any) -> None:
-    """JSON-valued parameters go through a params file: `-p` parses its value as YAML first."""
-    values = {"port": flight.port, "client": "cosysairsim", "anchor": anchor_json(), "state_rate_hz": 20.0, **params}
-    params_file = ros_processes.logs / "airsim_bridge.yaml"
+def start_bridge(ros_processes, flight: FlightFake, name: str = "airsim_bridge", **params: Any) -> subprocess.Popen:
+    """JSON-valued parameters go through a params file: `-p` parses its value as YAML first. The
+    e-stop state file is the test's own unless given."""
+    values = {"port": flight.port, "client": "cosysairsim", "anchor": anchor_json(), "state_rate_hz": 20.0,
+              "estop_state_file": str(ros_processes.logs / "estop.json"), **params}
+    params_file = ros_processes.logs / f"{name}.yaml"
     params_file.write_text(json.dumps({"airsim_bridge": {"ros__parameters": values}}))  # JSON is YAML
-    ros_processes.node(BRIDGE, "--params-file", str(params_file))
+    return ros_processes.node(BRIDGE, "--params-file", str(params_file), name=name)
 
 
-def drive(ros_processes, plan: dict[str, Any], timeout_s: float = 180.0) -> dict[str, Any]:
+def drive(ros_processes, plan: dict[str, Any], timeout_s: float = 180.0, name: str = "driver") -> dict[str, Any]:
     logs: Path = ros_processes.logs
-    plan_file, out_file = logs / "plan.json", logs / "driver_out.json"
+    plan_file, out_file = logs / f"{name}_plan.json", logs / f"{name}_out.json"
     plan_file.write_text(json.dumps(plan))
-    process = ros_processes._start("driver", ros.python_module_command("tests.ros.vehicle_driver", str(plan_file),
-                                                                      str(out_file)))
+    process = ros_processes._start(name, ros.python_module_command("tests.ros.vehicle_driver", str(plan_file),
+                                                                    str(out_file)))
     return ros_processes.finish((process, out_file), timeout_s)
 
 
@@ -193,3 +202,115 @@ def test_teleport_state_conversions_and_pose(ros_processes, flight):
     enu_yaw = yaw_from_quat(type(quat_from_yaw(0.0))(*odom["orientation"]))
     assert enu_yaw == pytest.approx(compass_to_enu_yaw(120.0), abs=1e-9)
     assert "simGetImages" in flight.methods()  # the camera timer grabs through the same link
+
+
+ESTOP_TRIALS = 12
+
+
+def test_estop_while_flying_no_motion_after_the_hover(ros_processes, flight, tmp_path):
+    """E-stops at random instants while a goal flies (each move runs 0.4 s in the fake, requests
+    wait 0-10 ms), goals keep coming while latched: from the bridge's hold to the reset the
+    vehicle takes no motion call after its last hover, and none after ~/safety said "estop"."""
+    flight.task_s, flight.latency_s = 0.4, 0.010
+    safety = tmp_path / "safety.yaml"
+    safety.write_text(json.dumps({"safety": {
+        "geofence": {"circle": {"center": [ANCHOR.lat, ANCHOR.lon], "radius_m": 200.0}},
+        "decision_timeout_s": 1.0, "heartbeat_timeout_s": 1.0, "max_speed_m_s": 3.0}}))
+    start_bridge(ros_processes, flight, motion="fly", safety_config=str(safety))
+    rng = random.Random(5)
+    steps: list[dict[str, Any]] = [{"op": "heartbeat", "on": True, "rate_hz": 20}]
+    for _ in range(ESTOP_TRIALS):
+        g = goal(rng.uniform(20.0, 90.0), rng.uniform(0.0, 360.0), rng.uniform(0.0, 360.0))
+        steps += [
+            {"op": "commands", "goal": g, "period_s": 0.05, "for_s": rng.uniform(0.0, 0.3)},
+            {"op": "estop", "value": True},
+            {"op": "wait_safety", "code": "estop", "moving": False, "new": True},
+            {"op": "commands", "goal": goal(30.0, 90.0), "period_s": 0.05, "for_s": 0.3},  # while latched
+            {"op": "estop", "value": False},
+            {"op": "reset_estop"},
+        ]
+    report = drive(ros_processes, {"steps": steps})
+    s = report["steps"]
+    assert all(step.get("ok", True) for step in s), [(i, step) for i, step in enumerate(s) if not step.get("ok", 1)]
+    after_hover = after_report = 0
+    for trial in range(ESTOP_TRIALS):
+        tripped, seen, reset = s[2 + 6 * trial], s[3 + 6 * trial], s[6 + 6 * trial]
+        assert reset["success"], reset
+        window = [(t, name) for t, name, _ in flight.timed(after=tripped["sent_t"])
+                  if t < reset["t"] and (name in MOTION or name == "hover")]
+        last_hover = max(i for i, (_, name) in enumerate(window) if name == "hover")
+        after_hover += len(window[last_hover + 1:])
+        after_report += sum(1 for t, name in window if name in MOTION and t > seen["safety"]["t"])
+    moves = len(flight.params("moveToPosition"))
+    print(f"\n{ESTOP_TRIALS} e-stops while flying ({moves} moves in all): motion calls after the last hover "
+          f"{after_hover}, after ~/safety said estop {after_report}")
+    assert (after_hover, after_report) == (0, 0)
+    assert moves >= ESTOP_TRIALS // 2  # the goals did fly between the e-stops
+
+
+def test_a_latched_estop_survives_sigkill_and_restart(ros_processes, flight, tmp_path):
+    """Trip, release the button, SIGKILL the bridge, start it again: it hovers, and no goal moves
+    the vehicle (however often sent) until ~/reset_estop; then the next goal flies."""
+    safety = tmp_path / "safety.yaml"
+    safety.write_text(json.dumps({"safety": {
+        "geofence": {"circle": {"center": [ANCHOR.lat, ANCHOR.lon], "radius_m": 200.0}},
+        "decision_timeout_s": 1.0, "heartbeat_timeout_s": 1.0}}))
+    first = start_bridge(ros_processes, flight, motion="fly", safety_config=str(safety))
+    g1, g2 = goal(40.0, 30.0, 90.0), goal(60.0, 250.0, 180.0)
+    report = drive(ros_processes, {"steps": [
+        {"op": "heartbeat", "on": True, "rate_hz": 20},
+        {"op": "commands", "goal": g1, "period_s": 0.1, "for_s": 0.5},
+        {"op": "wait_safety", "code": "ok", "moving": True},
+        {"op": "estop", "value": True},
+        {"op": "wait_safety", "code": "estop", "moving": False},
+        {"op": "estop", "value": False},  # released: only the state file keeps the latch now
+        {"op": "sleep", "s": 0.3},
+    ]}, name="driver1")
+    assert all(step.get("ok", True) for step in report["steps"]), report["steps"]
+    assert (ros_processes.logs / "estop.json").is_file()
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(30)
+    restarted = flight.timed()[-1][0]
+    start_bridge(ros_processes, flight, name="airsim_bridge2", motion="fly", safety_config=str(safety))
+    report = drive(ros_processes, {"steps": [
+        {"op": "heartbeat", "on": True, "rate_hz": 20},
+        {"op": "commands", "goal": g2, "period_s": 0.1, "for_s": 2.0},   # 1: the supervisor repeats its goal
+        {"op": "wait_safety", "code": "estop", "moving": False},           # 2
+        {"op": "reset_estop"},                                             # 3
+        {"op": "commands", "goal": g2, "period_s": 0.1, "for_s": 0.5},   # 4
+        {"op": "wait_safety", "code": "ok", "moving": True},               # 5
+    ]}, name="driver2")
+    s = report["steps"]
+    assert all(step.get("ok", True) for step in s), s
+    assert "e-stop from /estop" in s[2]["safety"]["reason"]
+    latched = [name for t, name, _ in flight.timed(after=restarted) if t < s[3]["t"]]
+    assert [name for name in latched if name in MOTION or name == "armDisarm"] == [], latched
+    assert "hover" in latched  # the restarted bridge made sure the vehicle holds
+    assert s[3]["success"] is True and not (ros_processes.logs / "estop.json").exists()
+    moved = flight.timed("moveToPosition", after=s[3]["t"])
+    assert moved and np.allclose(moved[0][2][:3], ned_of(g2), atol=1e-6)
+
+
+def wait_until(condition, timeout_s: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not condition():
+        time.sleep(0.05)
+    return condition()
+
+
+def test_a_restarted_bridge_hears_an_estop_still_held_on_the_topic(ros_processes, flight):
+    """/estop is transient-local: a bridge that starts while the button is still down (its state
+    file lost, say) gets the held `true` at once and latches."""
+    state = ros_processes.logs / "estop.json"
+    first = start_bridge(ros_processes, flight)
+    plan = ros_processes.logs / "hold_plan.json"
+    plan.write_text(json.dumps({"steps": [{"op": "estop", "value": True}, {"op": "sleep", "s": 120.0}]}))
+    ros_processes._start("holder", ros.python_module_command("tests.ros.vehicle_driver", str(plan),
+                                                             str(ros_processes.logs / "holder_out.json")))
+    assert wait_until(state.is_file), ros_processes.log_text()
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(30)
+    state.unlink()
+    start_bridge(ros_processes, flight, name="airsim_bridge2")
+    assert wait_until(state.is_file), ros_processes.log_text()  # latched again, from the topic alone
+    assert json.loads(state.read_text())["reason"] == "e-stop from /estop: e-stop topic true"

@@ -65,6 +65,29 @@ def test_views_with_images_name_their_frames_and_get_them_back():
     assert back.views[0].image is img0 and back.views[1].image is None and back.views[2].image is img2
 
 
+def test_a_panorama_travels_as_one_more_frame_and_decodes_only_when_shown(monkeypatch):
+    view, pano = red_image(), red_image(16, 32)
+    obs = Observation("e", "i", "n", 0.0, 0.0, 90.0, (View(0, 90.0, RelativeDirection.FRONT, view),), 0, 35)
+    task = convert.task_from_episode(_episode(), 0, 1)
+    msg = parse(ViewSetMsg, convert.to_string(convert.observation_to_view_set(obs, task, "v", STAMP,
+                                                                              panorama=pano)).data)
+    assert as_dict(msg)["panorama"] == {"frame_id": "panorama", "width": 32, "height": 16}
+    assert msg.image_frames() == ["view_0", "panorama"]
+    received = {f: convert.image_to_msg(img, STAMP, f, "png") for f, img in (("view_0", view), ("panorama", pano))}
+    decoded = []
+    real = convert.image_from_msg
+    monkeypatch.setattr(convert, "image_from_msg", lambda m: decoded.append(m.header.frame_id) or real(m))
+    back = convert.view_set_to_observation(msg, convert.view_set_images(msg, received))
+    assert decoded == ["view_0"] and np.array_equal(back.views[0].image, view)  # the panorama waits
+    assert np.array_equal(back.panorama.get(), pano) and back.panorama.get() is back.panorama.get()
+    assert decoded == ["view_0", "panorama"]  # decoded once, on first use
+    # Without one (a source with none, `panorama` off, or a bag recorded before panoramas), None.
+    plain = convert.observation_to_view_set(obs, task, "v", STAMP)
+    assert plain.panorama is None and plain.image_frames() == ["view_0"]
+    old = {k: v for k, v in as_dict(plain).items() if k != "panorama"}
+    assert convert.view_set_to_observation(ViewSetMsg.model_validate(old), {"view_0": view}).panorama is None
+
+
 def test_png_is_lossless_and_jpeg_keeps_rgb_order():
     img = red_image()
     fmt, data = convert.encode_image(img, "png")

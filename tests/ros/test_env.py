@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.ros import env as ros
 
 PROBE = ("import os, rclpy; rclpy.init(); rclpy.shutdown(); "
@@ -23,14 +24,32 @@ def stripped_env(domain: int) -> dict[str, str]:
 
 def test_env_names_rmw_discovery_profile_and_domain(monkeypatch):
     monkeypatch.setenv("ROS_LOCALHOST_ONLY", "1")
+    monkeypatch.delenv(ros.NETWORK_SWITCH, raising=False)
     env = ros.ros_env(domain_id=123)
     assert env["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
-    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    # The loopback profile decides discovery: LOCALHOST would add rmw's own unrestricted UDP transport.
+    assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
     assert "ROS_LOCALHOST_ONLY" not in env  # deprecated; it would override the range
     assert env["ROS_DOMAIN_ID"] == "123"
     assert env["FASTRTPS_DEFAULT_PROFILES_FILE"] == env["FASTDDS_DEFAULT_PROFILES_FILE"]
+    assert env["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(ros.config_file(ros.PROFILE_FILE))
     with pytest.raises(ValueError):
         ros.ros_env(domain_id=233)
+
+
+def test_one_switch_selects_dds_on_every_interface(monkeypatch):
+    for value in ("1", "true"):
+        monkeypatch.setenv(ros.NETWORK_SWITCH, value)
+        env = ros.ros_env()
+        assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
+        assert env["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(ros.config_file(ros.NETWORK_PROFILE_FILE))
+        assert ros.ros_env(network=False)["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(ros.config_file(ros.PROFILE_FILE))
+    for value in ("", "0"):
+        monkeypatch.setenv(ros.NETWORK_SWITCH, value)
+        assert ros.ros_env()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"
+    monkeypatch.setenv(ros.NETWORK_SWITCH, "subnet")
+    with pytest.raises(ConfigError, match="CITYSEEKER_ROS_NETWORK must be 1"):
+        ros.ros_env()
 
 
 def test_wheel_libraries_lead_the_library_path():
@@ -45,16 +64,34 @@ def test_wheel_libraries_lead_the_library_path():
     assert ros.env_ready(env) and not ros.env_ready({})
 
 
-def test_profile_enlarges_the_shared_memory_segment_to_16_mb():
-    ns = {"p": "http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"}
-    root = ET.parse(ros.config_file(ros.PROFILE_FILE)).getroot()
-    shm = [t for t in root.iterfind("p:transport_descriptors/p:transport_descriptor", ns)
-           if t.findtext("p:type", namespaces=ns) == "SHM"]
-    assert [int(t.findtext("p:segment_size", namespaces=ns)) for t in shm] == [16 * 1024 * 1024]
-    participant = root.find("p:participant", ns)
+NS = {"p": "http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles"}
+
+
+def used_transports(profile: str) -> list[ET.Element]:
+    root = ET.parse(ros.config_file(profile)).getroot()
+    participant = root.find("p:participant", NS)
     assert participant.get("is_default_profile") == "true"
-    used = [e.text for e in participant.iterfind("p:rtps/p:userTransports/p:transport_id", ns)]
-    assert shm[0].findtext("p:transport_id", namespaces=ns) in used
+    assert participant.findtext("p:rtps/p:useBuiltinTransports", namespaces=NS) == "false"
+    used = [e.text for e in participant.iterfind("p:rtps/p:userTransports/p:transport_id", NS)]
+    return [t for t in root.iterfind("p:transport_descriptors/p:transport_descriptor", NS)
+            if t.findtext("p:transport_id", namespaces=NS) in used]
+
+
+def test_profiles_enlarge_the_shared_memory_segment_to_16_mb():
+    for profile in (ros.PROFILE_FILE, ros.NETWORK_PROFILE_FILE):
+        shm = [t for t in used_transports(profile) if t.findtext("p:type", namespaces=NS) == "SHM"]
+        assert [int(t.findtext("p:segment_size", namespaces=NS)) for t in shm] == [16 * 1024 * 1024], profile
+
+
+def test_default_profile_allows_loopback_only():
+    udp = [t for t in used_transports(ros.PROFILE_FILE) if t.findtext("p:type", namespaces=NS) != "SHM"]
+    assert udp and all([a.text for a in t.iterfind("p:interfaceWhiteList/*", NS)] == ["127.0.0.1"] for t in udp)
+    builtin = ET.parse(ros.config_file(ros.PROFILE_FILE)).getroot().find("p:participant/p:rtps/p:builtin", NS)
+    for where in ("metatrafficUnicastLocatorList", "initialPeersList"):  # unicast discovery, no multicast
+        assert [a.text for a in builtin.iterfind(f"p:{where}/p:locator/p:udpv4/p:address", NS)] == ["127.0.0.1"]
+    assert builtin.find("p:metatrafficMulticastLocatorList", NS) is None
+    network = [t for t in used_transports(ros.NETWORK_PROFILE_FILE) if t.findtext("p:type", namespaces=NS) != "SHM"]
+    assert network and all(t.find("p:interfaceWhiteList", NS) is None for t in network)
 
 
 def test_domain_leases_are_exclusive(tmp_path):
@@ -72,7 +109,7 @@ def test_a_process_started_with_the_env_loads_rclpy_and_one_without_cannot(ros_e
         pytest.skip("ROS does not come from wheels in this environment")
     ok = subprocess.run([sys.executable, "-c", PROBE], env=ros_env, capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.split() == ["rmw_fastrtps_cpp", "LOCALHOST"]
+    assert ok.stdout.split() == ["rmw_fastrtps_cpp", "SYSTEM_DEFAULT"]
     bare = subprocess.run([sys.executable, "-c", PROBE], env=stripped_env(ros_domain), capture_output=True,
                           text=True, timeout=60)
     assert bare.returncode != 0 and "cannot open shared object file" in bare.stderr
@@ -85,7 +122,7 @@ def test_reexec_puts_a_running_process_into_the_env(ros_domain):
     out = subprocess.run([sys.executable, "-c", code], env=stripped_env(ros_domain), capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["rmw_fastrtps_cpp", "LOCALHOST"]
+    assert out.stdout.split() == ["rmw_fastrtps_cpp", "SYSTEM_DEFAULT"]
 
 
 def test_shell_exports_for_running_nodes_by_hand(capsys):
@@ -94,6 +131,9 @@ def test_shell_exports_for_running_nodes_by_hand(capsys):
     exports = dict(line.removeprefix("export ").split("=", 1) for line in lines)
     assert exports["ROS_DOMAIN_ID"] == "42" and exports["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
     assert {"ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTRTPS_DEFAULT_PROFILES_FILE"} <= set(exports)
+    ros.main(["--network"])
+    exports = dict(line.removeprefix("export ").split("=", 1) for line in capsys.readouterr().out.splitlines())
+    assert exports["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET" and exports[ros.NETWORK_SWITCH] == "1"
 
 
 def test_only_dead_owners_segments_are_removed(tmp_path):

@@ -3,7 +3,9 @@ a supervisor would: the same episodes and seeds give the same paths, actions, en
 metrics as `run_episode` in-process; lifecycle transitions behave; images arrive intact."""
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import time
 from pathlib import Path
@@ -128,7 +130,8 @@ def digest(pixels: np.ndarray) -> str:
 
 def test_vlm_policy_sees_the_same_images_and_prompts_over_dds(ros_processes, tiny_city, tmp_path, monkeypatch):
     """PNG on the wire is lossless: the VLM behind the decision node gets the very requests
-    (prompts and images) an in-process run sends, and the episode ends the same."""
+    (prompts, views and the stop prompt's panorama) an in-process run sends, and the episode
+    ends the same."""
     from tests.core.vlm.test_openai_backend import FAST, MODEL, CannedServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -138,7 +141,7 @@ def test_vlm_policy_sees_the_same_images_and_prompts_over_dds(ros_processes, tin
     max_steps, episode, seed = 4, 1, 5
     server = CannedServer()  # unreadable replies: the policy falls back to view 0, deterministically
     try:
-        policy_params = {"backend": "openai", "model": MODEL,
+        policy_params = {"backend": "openai", "model": MODEL,  # stop_view: panorama, the default
                          "backend_params": {"base_url": server.url, "timeout_s": 10.0, **FAST}}
         source = make_view_source("panorama-folder", world, view_params)
         expected = run_episode(world, world.episodes[episode], make_policy("vlm", **policy_params), seed,
@@ -166,17 +169,69 @@ def test_vlm_policy_sees_the_same_images_and_prompts_over_dds(ros_processes, tin
     images_sent = sum(1 for body in ros_posts for m in body["messages"] if isinstance(m["content"], list)
                       for part in m["content"] if part["type"] == "image_url")
     assert images_sent >= result["episode"]["steps"]
-    # Every view image that crossed DDS is the view source's, pixel for pixel.
-    checked = 0
+    # Every image that crossed DDS is the view source's, pixel for pixel: the views, then the
+    # panorama centred on the direction of travel.
+    checked = panoramas = 0
     for view_set in result["view_sets"]:
         if view_set["done"]:
+            assert view_set["panorama"] is None
             continue
         node = world.graph.nodes[view_set["node"]]
         want = [digest(img) for img in source.images(node, [v["heading"] for v in view_set["views"]])]
-        assert view_set["image_sha256"] == want, view_set["view_set_id"]
+        pano = source.panorama_view(node, view_set["facing"])
+        assert view_set["panorama"] == {"frame_id": "panorama", "width": pano.shape[1], "height": pano.shape[0]}
+        assert view_set["image_sha256"] == want + [digest(pano)], view_set["view_set_id"]
         checked += len(want)
-    assert checked >= result["episode"]["steps"]
-    print(f"\n{len(ros_posts)} model requests with {images_sent} images, {checked} view images checked")
+        panoramas += 1
+    assert checked >= result["episode"]["steps"] and panoramas == result["episode"]["steps"]
+    # The ROS side's stop calls carried that panorama (one image, its size), not the views.
+    stop_calls = [body for body in ros_posts if any("The panorama here shows the whole circle" in text
+                                                    for text in message_texts(body))]
+    assert len(stop_calls) >= result["episode"]["steps"], [message_texts(b) for b in ros_posts]
+    expected_size = source.panorama_view(world.graph.nodes[result["episode"]["path"][0]], 0.0).shape[1::-1]
+    for body in stop_calls:
+        sizes = [image_size(url) for url in message_images(body)]
+        assert sizes == [expected_size], sizes
+    print(f"\n{len(ros_posts)} model requests with {images_sent} images, {checked} view images and "
+          f"{panoramas} panoramas checked, {len(stop_calls)} stop calls with a {expected_size} panorama")
+
+
+def test_panorama_off_sends_none_and_the_run_is_unchanged(ros_processes, tiny_city, tmp_path):
+    """`panorama: false` (the runner's setting for policies that never show one): the world node
+    makes no panorama, view sets carry only their views, and the episode is the in-process one."""
+    world = load_dataset(tiny_city)[0]
+    view_params = {"folder": str(coloured_panoramas(tmp_path / "panos", world.graph.nodes)), "width": 32,
+                   "height": 16}
+    start_nodes(ros_processes, tmp_path, tiny_city, decision={"policy": "random"},
+                replay={"views": "panorama-folder", "view_params": json.dumps(view_params), "panorama": False})
+    report = ros_processes.drive({"steps": [
+        {"op": "transition", "name": "configure"},
+        {"op": "transition", "name": "activate"},
+        {"op": "episode", "episode": 0, "seed": 3},
+    ]})
+    result = report[2]
+    assert_same_episode(result, in_process(tiny_city, "random", 0, 3))
+    decided = [v for v in result["view_sets"] if not v["done"]]
+    assert len(decided) == result["episode"]["steps"]
+    assert all(v["panorama"] is None and len(v["image_sha256"]) == len(v["views"]) for v in decided)
+
+
+def message_parts(body: dict) -> list[dict]:
+    return [part for m in body["messages"]
+            for part in (m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}])]
+
+
+def message_texts(body: dict) -> list[str]:
+    return [part["text"] for part in message_parts(body) if part["type"] == "text"]
+
+
+def message_images(body: dict) -> list[str]:
+    return [part["image_url"]["url"] for part in message_parts(body) if part["type"] == "image_url"]
+
+
+def image_size(data_url: str) -> tuple[int, int]:
+    with Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1]))) as image:
+        return image.size
 
 
 def wait_for(path: Path, timeout_s: float) -> bool:
@@ -219,10 +274,9 @@ def test_a_restarted_decision_node_picks_up_the_running_episode(ros_processes, t
 
 def test_bad_configuration_fails_at_start_up_with_the_reason(ros_processes, tiny_city, tmp_path):
     replay = ros_processes.node(REPLAY, "-p", f"data:={tiny_city}", "-p", "episode:=no-such-episode")
-    ros_processes.node(DECISION, "-p", "policy:=no-such-policy")
-    report = ros_processes.drive({"steps": [{"op": "transition", "name": "configure"}]})
+    decision = ros_processes.node(DECISION, "-p", "policy:=no-such-policy", "-p", "autostart:=true")
     assert replay.wait(30) == 2
-    assert report[0]["success"] is False and report[0]["state"] == "unconfigured"
+    assert decision.wait(60) == 2  # a configuration error is final: finalized, and the process exits
     logs = ros_processes.log_text()
     assert "unknown episode id 'no-such-episode'" in logs
     assert "configure failed" in logs and "no-such-policy" in logs and "random" in logs  # lists known names

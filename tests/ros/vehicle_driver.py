@@ -50,7 +50,7 @@ class VehicleDriver(Node):
         self.create_subscription(Odometry, f"{bridge}/odom", self._on_odom, qos.STATE)
         self.command_pub = self.create_publisher(String, command, qos.STATE)
         self.heartbeat_pub = self.create_publisher(Header, heartbeat, 10)
-        self.estop_pub = self.create_publisher(Bool, "/estop", 10)
+        self.estop_pub = self.create_publisher(Bool, "/estop", qos.ESTOP)
         self.reset = self.create_client(Trigger, f"{bridge}/reset_estop")
 
     def _on_safety(self, msg: String) -> None:

@@ -2,15 +2,16 @@
 
 A walking user with a GNSS receiver who does what the AR guidance says: publishes NavSatFix at
 its position on /test/fix, and on every motion goal from the supervisor walks (teleports) to it.
-Records the guidance and commands it got and the supervisor's status, until the supervisor says
-"finished" or the timeout. PLAN.json: {"start": [lat, lon], "period_s": 0.05, "timeout_s": 120}
+Records the guidance and commands it got, the supervisor's statuses and outcome records, until
+the supervisor says "finished" or the timeout. PLAN.json: {"start": [lat, lon], "period_s": 0.05,
+"timeout_s": 120, "follow_goals": N} (optional: after N distinct goals it stops moving).
 """
 from __future__ import annotations
 
 import json
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 import rclpy
 from rclpy.node import Node
@@ -18,32 +19,46 @@ from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import String
 
 from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.schema import CommandMsg, GuidanceMsg, SupervisorStatusMsg, as_dict, parse
+from cityseeker_ros.ros.schema import CommandMsg, GuidanceMsg, OutcomeMsg, SupervisorStatusMsg, as_dict, parse
 
 
 class Walker(Node):
-    def __init__(self, start: list[float]) -> None:
+    def __init__(self, start: list[float], follow_goals: Optional[int] = None) -> None:
         super().__init__("walker")
         self.position = tuple(start)
+        self.follow_goals = follow_goals
+        self.goals: list[tuple[float, float]] = []  # distinct goals received, in order
         self.guidance: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
+        self.statuses: list[dict[str, Any]] = []
+        self.outcomes: list[dict[str, Any]] = []
         self.state = ""
         self.fix_pub = self.create_publisher(NavSatFix, "/test/fix", qos.STATE)
         self.create_subscription(String, "/supervisor/command", self._on_command, qos.STATE)
         self.create_subscription(String, "/supervisor/guidance", self._on_guidance, qos.STATE)
         self.create_subscription(String, "/supervisor/status", self._on_status, qos.STATE)
+        self.create_subscription(String, "/supervisor/outcome", self._on_outcome, qos.OUTCOMES)
 
     def _on_command(self, msg: String) -> None:
         command = parse(CommandMsg, msg.data)
         self.commands.append(as_dict(command))
         if command.command.type == "goal":
-            self.position = (command.command.lat, command.command.lon)
+            goal = (command.command.lat, command.command.lon)
+            if not self.goals or self.goals[-1] != goal:
+                self.goals.append(goal)
+            if self.follow_goals is None or len(self.goals) <= self.follow_goals:
+                self.position = goal
 
     def _on_guidance(self, msg: String) -> None:
         self.guidance.append(as_dict(parse(GuidanceMsg, msg.data)))
 
     def _on_status(self, msg: String) -> None:
-        self.state = parse(SupervisorStatusMsg, msg.data).state
+        status = parse(SupervisorStatusMsg, msg.data)
+        self.state = status.state
+        self.statuses.append({"state": status.state, "reason": status.reason})
+
+    def _on_outcome(self, msg: String) -> None:
+        self.outcomes.append(parse(OutcomeMsg, msg.data).record)
 
     def fix(self) -> None:
         stamp = convert.stamp_from_msg(self.get_clock().now().to_msg())
@@ -53,7 +68,7 @@ class Walker(Node):
 def main() -> None:
     plan = json.loads(open(sys.argv[1]).read())
     rclpy.init()
-    walker = Walker(plan["start"])
+    walker = Walker(plan["start"], plan.get("follow_goals"))
     deadline = time.monotonic() + float(plan.get("timeout_s", 120))
     try:
         while walker.state != "finished" and time.monotonic() < deadline:
@@ -63,7 +78,8 @@ def main() -> None:
                 rclpy.spin_once(walker, timeout_sec=max(0.0, end - time.monotonic()))
     finally:
         with open(sys.argv[2], "w") as out:
-            json.dump({"state": walker.state, "guidance": walker.guidance, "commands": walker.commands}, out)
+            json.dump({"state": walker.state, "guidance": walker.guidance, "commands": walker.commands,
+                       "statuses": walker.statuses, "outcomes": walker.outcomes}, out)
         walker.destroy_node()
         rclpy.try_shutdown()
 

@@ -2,14 +2,15 @@
 
 The decision layer is slow and may stall, so the bridge runs its own loop: `step()` (called at the
 control rate) asks the gate what the vehicle may do now and turns changes of that answer into link
-calls. A hold is sent once per transition (a hover cancels AirSim's running task), never every tick,
-and a command is sent again only when what the gate allows changes, or after a hold.
+calls. A hold is sent once per transition, never every tick, and a command is sent again only when
+what the gate allows changes, or after a hold.
 
 Motion calls block on AirSim until the vehicle arrives (moveToPosition, rotateToYaw), so they run
 on a worker thread with a link of their own ("latest job wins"); holds, state and images go
-through the control link from the caller's thread. AirSim cancels a running task whenever another
-motion call (hover) arrives for the vehicle, which is what frees the worker. If a job was cancelled
-while its call was in flight, the worker sends one more hover itself, so the last word is a hold.
+through the control link from the caller's thread. Every call the worker makes that moves the
+vehicle passes one MotionGate (core/airsim/motion_gate.py): a hold shuts it before it hovers, and
+`step()` returns from a hold only once a hover was the last call the vehicle saw, so what it
+reports is what the vehicle does.
 
 Link failures never raise out of `step()`: the bridge reports LINK_ERROR, holds (the worker's job
 is dropped) and reconnects every `reconnect_period_s`.
@@ -31,6 +32,7 @@ from cityseeker_ros.core.airsim.client import AirSimError, AirSimLink, CameraFra
 from cityseeker_ros.core.airsim.frames import enu_to_ned
 from cityseeker_ros.core.airsim.motion import FlyMotion, MotionMode, make_motion_mode
 from cityseeker_ros.core.airsim.motion import Goal as PoseGoal
+from cityseeker_ros.core.airsim.motion_gate import MotionCancelled, MotionGate
 from cityseeker_ros.core.safety.codes import Check, SafetyCode
 from cityseeker_ros.core.safety.commands import HOLD, Command, Goal, Hold, Velocity
 from cityseeker_ros.core.safety.config import SafetyConfig
@@ -54,7 +56,7 @@ class BridgeLink(AirSimLink):
     def move_by_velocity(self, v_ned, duration_s: float, yaw_rate_dps: float = 0.0) -> None:
         """Map-NED velocity for duration_s (blocks that long); yaw rate clockwise-positive (NED)."""
         vx, vy, vz = (float(c) for c in v_ned)
-        self._call("moveByVelocityAsync", vx, vy, vz, float(duration_s),
+        self._move("moveByVelocityAsync", vx, vy, vz, float(duration_s),
                    self.lib.DrivetrainType.MaxDegreeOfFreedom,
                    self.lib.YawMode(is_rate=True, yaw_or_rate=float(yaw_rate_dps)), vehicle_name=self.vehicle)
 
@@ -93,16 +95,18 @@ class MotionWorker:
     or cancelled (so a velocity never outlives the bridge by more than one slice).
 
     `make` builds the motion mode on a fresh link *in the worker's thread*: the msgpack-rpc
-    client runs its event loop in the thread that made it, and fails in any other."""
+    client runs its event loop in the thread that made it, and fails in any other. The worker
+    puts its MotionGate on that link, so every motion call of the mode is checked by the gate."""
 
     def __init__(self, make: Callable[[], MotionMode], velocity_period_s: float = 0.5,
                  start_timeout_s: float = 30.0) -> None:
         self.velocity_period_s = float(velocity_period_s)
+        self.gate = MotionGate()
         self.motion: Optional[MotionMode] = None
         self._make, self._started, self._start_error = make, threading.Event(), None
         self._cv = threading.Condition()
-        self._job: Optional[Job] = None
-        self._generation = 0  # bumped by every submit/cancel: a job in flight knows it is stale
+        self._job: Optional[tuple[Job, int]] = None  # the pending job and its gate token
+        self._busy = False  # a job is being executed
         self._closed = False
         self.error: Optional[str] = None  # the last failure, for the bridge to report
         self.done = 0  # jobs completed (goals arrived, velocity slices flown)
@@ -118,17 +122,28 @@ class MotionWorker:
     def link(self) -> BridgeLink:
         return self.motion.link
 
+    @property
+    def idle(self) -> bool:
+        """No job pending and none being executed: the worker sends nothing until the next submit."""
+        with self._cv:
+            return self._job is None and not self._busy
+
     def submit(self, job: Job) -> None:
         with self._cv:
-            self._job, self._generation = job, self._generation + 1
+            self._job = (job, self.gate.open())
             self._cv.notify()
 
-    def cancel(self) -> None:
+    def hold(self, hover: Optional[Callable[[], None]]) -> int:
+        """Drop the pending job and shut the gate: returns once `hover` (if any) was the last call
+        the vehicle saw (MotionGate.hold)."""
         with self._cv:
-            self._job, self._generation = None, self._generation + 1
+            self._job = None
+        return self.gate.hold(hover)
 
     def close(self, join_s: float = 0.5) -> None:
-        """Stop taking jobs; a call in flight is left to fail when its link closes."""
+        """Stop taking jobs and refuse every further motion call; a call in flight is left to
+        fail when its link closes."""
+        self.gate.close()
         with self._cv:
             self._closed, self._job = True, None
             self._cv.notify()
@@ -137,6 +152,7 @@ class MotionWorker:
     def _run(self) -> None:
         try:
             self.motion = self._make()
+            self.motion.link.gate = self.gate
         except Exception as exc:  # noqa: BLE001 - handed to the constructor's caller
             self._start_error = exc if isinstance(exc, AirSimError) else AirSimError(str(exc))
             self._started.set()
@@ -154,25 +170,27 @@ class MotionWorker:
                     self._cv.wait()
                 if self._closed:
                     return
-                job, generation = self._job, self._generation
-                if isinstance(job, Goal):
+                taken = self._job
+                if isinstance(taken[0], Goal):
                     self._job = None  # a goal runs once; a velocity stays until replaced
+                self._busy = True
+            job, token = taken
+            self.gate.begin(token)
             try:
                 self._execute(job)
                 self.done += 1
+            except MotionCancelled:  # a hold or a newer job: nothing more of this one is sent
+                with self._cv:
+                    if self._job is taken:
+                        self._job = None
             except Exception as exc:  # noqa: BLE001 - any failure is reported, never kills the thread
                 with self._cv:
-                    if self._generation == generation:
+                    if self._job is taken:
                         self._job = None
                 self.error = str(exc)
-                continue
-            with self._cv:
-                cancelled = self._generation != generation and self._job is None
-            if cancelled:  # a hold arrived while the call was in flight: make sure it wins
-                try:
-                    self.link.hover()
-                except AirSimError as exc:
-                    self.error = str(exc)
+            finally:
+                with self._cv:
+                    self._busy = False
 
     def _execute(self, job: Job) -> None:
         if isinstance(job, Velocity):
@@ -210,7 +228,9 @@ class AirSimBridge:
         self._next_connect = -math.inf
         self._sent: Optional[Job] = None  # what the worker was last given since the last hold
         self._holding = True  # the vehicle starts at rest: no hover before the first motion
-        self._moving_when_lost = False  # a link lost mid-motion: hover once it is back
+        # A link lost mid-motion: hover once it is back. Also at start with the e-stop latched (kept
+        # across a restart): the bridge that latched it may have died with the vehicle moving.
+        self._moving_when_lost = gate.estop.latched
         self.altitude_m: Optional[float] = None  # above the anchor, from the last state read
         self.holds = 0  # hold transitions sent (for diagnostics)
 
@@ -311,12 +331,15 @@ class AirSimBridge:
         return BridgeStatus(not isinstance(command, Hold), code, reason, estop, True)
 
     def _hold(self) -> None:
+        """Shut the motion gate and hover; returns once a hover is the last call the vehicle saw.
+        Marked held only then: a hold that fails leaves the bridge "moving", so the reconnect
+        hovers first."""
         if self._holding:
             return
-        self.worker.cancel()
+        # A teleported vehicle has no running task to stop (and may have no hover at all).
+        hover = self.control.hover if isinstance(self.worker.motion, FlyMotion) else None
+        self.worker.hold(hover)
         self._sent, self._holding = None, True
-        if isinstance(self.worker.motion, FlyMotion):  # a teleported vehicle has no running task to stop
-            self.control.hover()
         self.holds += 1
         self._moving_when_lost = False
 

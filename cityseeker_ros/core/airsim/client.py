@@ -14,7 +14,7 @@ import socket
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 from PIL import Image
@@ -22,6 +22,9 @@ from PIL import Image
 from cityseeker_ros.core.airsim.anchor import Anchor
 from cityseeker_ros.core.airsim.frames import Quaternion, yaw_from_quat
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
+
+if TYPE_CHECKING:
+    from cityseeker_ros.core.airsim.motion_gate import MotionGate
 
 CLIENTS = ("airsim", "cosysairsim")  # "auto" tries them in this order
 DEFAULT_PORT = 41451  # AirSim's ApiServerPort
@@ -114,6 +117,7 @@ class AirSimLink:
         self.raw_channel_order = raw_channel_order
         self.lib = load_client_module(client)
         self._client: Any = None
+        self.gate: Optional[MotionGate] = None  # the bridge's motion link: every motion call passes it
 
     @property
     def address(self) -> str:
@@ -152,6 +156,13 @@ class AirSimLink:
             return result.get() if method.endswith("Async") else result  # get() waits and raises
         except Exception as exc:  # msgpackrpc raises RPCError/TransportError, not our types
             raise AirSimError(f"AirSim {method} at {self.address} failed: {exc!r}") from exc
+
+    def _move(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Every call that sets the vehicle moving goes through here, so a gated link (the
+        bridge's motion link, core/airsim/motion_gate.py) checks each one right before it is sent."""
+        if self.gate is None:
+            return self._call(method, *args, **kwargs)
+        return self.gate.send(lambda: self._call(method, *args, **kwargs))
 
     def ping(self) -> bool:
         return bool(self._call("ping"))
@@ -205,23 +216,23 @@ class AirSimLink:
         half = float(yaw_rad) / 2.0
         pose = self.lib.Pose(self.lib.Vector3r(x, y, z),
                              self.lib.Quaternionr(w_val=math.cos(half), x_val=0.0, y_val=0.0, z_val=math.sin(half)))
-        self._call("simSetVehiclePose", pose, ignore_collision, vehicle_name=self.vehicle)
+        self._move("simSetVehiclePose", pose, ignore_collision, vehicle_name=self.vehicle)
 
     def take_control(self) -> None:
         """API control and armed motors, which moveTo*/rotate* need on a multirotor."""
-        self._call("enableApiControl", True, vehicle_name=self.vehicle)
-        self._call("armDisarm", True, vehicle_name=self.vehicle)
+        self._move("enableApiControl", True, vehicle_name=self.vehicle)
+        self._move("armDisarm", True, vehicle_name=self.vehicle)
 
     def move_to(self, xyz_ned, speed_mps: float, timeout_s: float) -> None:
         """Fly to a map-NED point at up to speed_mps, holding the current yaw (blocks until done)."""
         x, y, z = (float(c) for c in xyz_ned)
-        self._call("moveToPositionAsync", x, y, z, float(speed_mps), timeout_sec=float(timeout_s),
+        self._move("moveToPositionAsync", x, y, z, float(speed_mps), timeout_sec=float(timeout_s),
                    vehicle_name=self.vehicle)
 
     def rotate_at_rate(self, rate_dps: float, duration_s: float) -> None:
-        self._call("rotateByYawRateAsync", float(rate_dps), float(duration_s), vehicle_name=self.vehicle)
+        self._move("rotateByYawRateAsync", float(rate_dps), float(duration_s), vehicle_name=self.vehicle)
 
     def rotate_to(self, yaw_rad: float, timeout_s: float, margin_deg: float) -> None:
         """Closed-loop yaw to an absolute AirSim yaw (the library takes degrees)."""
-        self._call("rotateToYawAsync", math.degrees(yaw_rad), timeout_sec=float(timeout_s),
+        self._move("rotateToYawAsync", math.degrees(yaw_rad), timeout_sec=float(timeout_s),
                    margin=float(margin_deg), vehicle_name=self.vehicle)

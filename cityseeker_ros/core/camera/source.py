@@ -2,7 +2,7 @@
 
 A live vehicle is not a replay: its camera shows what is in front of it now. Every source answers
 one question, `views(localisation)`: the view for each walkable heading of the node the vehicle
-stands on, by cutting a 360° frame, by yawing in place, by picking a camera of a rig, or from
+stands on, by cutting a 360° frame, by turning a camera, by picking a camera of a rig, or from
 the world's view source. Sources are chosen by name from config, like view sources and policies.
 """
 from __future__ import annotations

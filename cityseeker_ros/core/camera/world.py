@@ -1,10 +1,11 @@
 """Sources that draw on a view source instead of a camera: "replay" (the world's imagery at the
-localised node: a synthetic camera for tests and demos) and "airsim" (the simulated vehicle
-turns in place to each walkable heading at the vehicle's own position)."""
+localised node: a synthetic camera for tests and demos) and "airsim" (the simulated vehicle's
+camera turns on its mount to each walkable heading; the vehicle itself never moves for a view)."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from cityseeker_ros.core.airsim.views import AirSimViewSource
 from cityseeker_ros.core.camera.source import FRAME_SOURCES, FrameError, FrameSource, facing_of, make_views
 from cityseeker_ros.core.environment import View
 from cityseeker_ros.core.episode import World
@@ -58,7 +59,7 @@ class ReplayFrameSource(_ViewSourceFrames):
 
 @FRAME_SOURCES.register("airsim")
 class AirSimFrameSource(_ViewSourceFrames):
-    """Every setting of view source "airsim" (anchor, host, port, motion, camera...)."""
+    """Every setting of view source "airsim" (anchor, host, port, camera, settle_s...)."""
 
     name = "airsim"
 
@@ -66,15 +67,13 @@ class AirSimFrameSource(_ViewSourceFrames):
         from cityseeker_ros.core.graph import StreetGraph
 
         host_world = world if world is not None else World("airsim", StreetGraph([], []), [], {})
-        super().__init__(world, make_view_source("airsim", host_world, params))
+        source = make_view_source("airsim", host_world, params)
+        assert isinstance(source, AirSimViewSource)
+        super().__init__(world, source)
+        self.airsim = source
 
     def views(self, loc: Localisation) -> list[View]:
-        """Turn in place where the vehicle is (its fix), not at the node's surveyed position:
-        a live vehicle is never exactly on the node and must not be flown there to look."""
-        if loc.lat is None or loc.lon is None:
-            raise FrameError("frame source 'airsim': no vehicle position to turn at")
-        known = self.world.graph.nodes.get(loc.node_id) if self.world is not None and loc.node_id else None
-        here = Node(loc.node_id or "vehicle", float(loc.lat), float(loc.lon),
-                    known.heading if known is not None else 0.0, tuple(w.heading_deg for w in loc.walkable))
-        images = self.view_source.images(here, [w.heading_deg for w in loc.walkable])
+        """Turn the vehicle's camera on its mount where the vehicle is, not at the node's surveyed
+        position: a live vehicle is never exactly on the node, and only the bridge moves it."""
+        images = self.airsim.images_here([w.heading_deg for w in loc.walkable])
         return make_views(loc, images, facing_of(loc, self.world))

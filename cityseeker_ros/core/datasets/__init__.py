@@ -8,7 +8,7 @@ from pathlib import Path
 from cityseeker_ros.core.datasets.cityseeker import is_city_folder, load_city
 from cityseeker_ros.core.datasets.problems import Problems
 from cityseeker_ros.core.episode import World
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.errors import ConfigError, DataError
 from cityseeker_ros.core.registry import Registry
 from cityseeker_ros.core.worlds.folder import is_world_folder, load_world
 
@@ -45,10 +45,37 @@ def city_folders(path: Path, dataset: str = "auto") -> list[tuple[str, Path]]:
 
 
 def load_dataset(path: Path, dataset: str = "auto", problems: Problems | None = None) -> list[World]:
-    """Every city under `path`; episode ids are prefixed with the city so they stay unique."""
-    worlds = [DATASETS.get(name).load(folder, problems) for name, folder in city_folders(path, dataset)]
-    cities = [w.city for w in worlds]
-    duplicated = sorted({c for c in cities if cities.count(c) > 1})
-    if duplicated:
-        raise ConfigError(f"--data {path}: city name(s) {', '.join(duplicated)} appear in more than one folder")
+    """Every city under `path`. Results are keyed by episode id, so ids must be unique over all
+    of them: two folders of one city, or ids that collide, are errors rather than lost records.
+    With a non-strict `problems`, a folder in error is reported and left out."""
+    problems = problems or Problems(strict=True)
+    worlds: list[World] = []
+    city_folder: dict[str, Path] = {}
+    id_folder: dict[str, Path] = {}
+    for name, folder in city_folders(path, dataset):
+        try:
+            world = DATASETS.get(name).load(folder, problems)
+        except DataError as exc:
+            if problems.strict:
+                raise
+            problems.error(exc.file, exc.detail, exc.record, exc.field)
+            continue
+        if world.city in city_folder:
+            problems.error(folder, f"city {world.city!r} is also the city of {city_folder[world.city]}; "
+                           "each city must live in one folder", field="city")
+            continue
+        ids = dict(id_folder)
+        clash = None
+        for e in world.episodes:
+            if e.episode_id in ids:
+                clash = e.episode_id
+                break
+            ids[e.episode_id] = folder
+        if clash is not None:
+            problems.error(folder, f"episode id {clash!r} is also an episode of {id_folder.get(clash, folder)}",
+                           field="episode id")
+            continue
+        city_folder[world.city] = folder
+        id_folder = ids
+        worlds.append(world)
     return worlds

@@ -6,7 +6,6 @@ Node coordinates exist only on route nodes; the rest are recovered by walking ed
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import deque
 from collections.abc import Iterator
@@ -15,8 +14,10 @@ from typing import Any
 
 from cityseeker_ros.core.datasets.problems import Problems
 from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES, Episode, World
+from cityseeker_ros.core.errors import DataError
 from cityseeker_ros.core.geodesy import destination, geodesic_m, mercator_units_to_metres, normalize_heading
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.graph import Edge, Node, StreetGraph, same_edge
+from cityseeker_ros.core.jsonfile import read_json_file
 from cityseeker_ros.core.results import sha256_file
 
 CONNECTIONS = "connections.json"
@@ -41,16 +42,9 @@ def node_id(filename: str) -> str:
 
 def read_json_list(path: Path, problems: Problems) -> list[Any]:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        problems.error(path, "file not found")
-        return []
-    except UnicodeDecodeError as exc:
-        problems.error(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
-        return []
-    except json.JSONDecodeError as exc:
-        problems.error(path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}")
+        data = read_json_file(path)
+    except DataError as exc:
+        problems.error(exc.file, exc.detail)
         return []
     if not isinstance(data, list):
         problems.error(path, f"expected a JSON array of records, got {type(data).__name__}")
@@ -145,7 +139,8 @@ def _records(path: Path, required: tuple[str, ...], problems: Problems) -> Itera
 def _parse_edges(path: Path, problems: Problems):
     nodes: dict[str, tuple[float, tuple[float, ...]]] = {}
     raw_edges: list[tuple[str, str, float, float]] = []
-    inconsistent = 0
+    seen: dict[tuple[str, str], tuple[int, float, float]] = {}  # edge -> its first record, azimuth, length
+    inconsistent = repeated = 0
     for rec in _records(path, EDGE_FIELDS, problems):
         i = rec.index
         ends = []
@@ -164,14 +159,27 @@ def _parse_edges(path: Path, problems: Problems):
         if ends[0][0] == ends[1][0]:
             problems.warning(f"{path}: record {i}: self-loop at node {ends[0][0]} ignored")
             continue
+        a, b, azimuth = ends[0][0], ends[1][0], normalize_heading(azimuth)
+        if (a, b) in seen:
+            j, az0, dist0 = seen[a, b]
+            if same_edge(az0, dist0, azimuth, dist):
+                repeated += 1
+            else:
+                field = "edge_distance" if same_edge(az0, 0.0, azimuth, 0.0) else "edge_azimuth"
+                rec._fail(field, f"edge {a} -> {b} again, with azimuth {azimuth} and distance {dist}; "
+                                 f"record {j} gives azimuth {az0} and distance {dist0}")
+            continue
         for nid, attrs in ends:
             if nid in nodes and nodes[nid] != attrs:
                 inconsistent += 1
             nodes.setdefault(nid, attrs)
-        raw_edges.append((ends[0][0], ends[1][0], normalize_heading(azimuth), dist))
+        seen[a, b] = (i, azimuth, dist)
+        raw_edges.append((a, b, azimuth, dist))
     if inconsistent:
         problems.warning(f"{path}: {inconsistent} edge records give a node different headings "
                          "than an earlier record; the first is used")
+    if repeated:
+        problems.warning(f"{path}: {repeated} edge records repeat an earlier edge exactly; they are dropped")
     return nodes, raw_edges
 
 
@@ -195,21 +203,38 @@ def _recover_coordinates(known: dict[str, tuple[float, float]],
     return coords
 
 
+def episode_city(raw: dict[str, Any], city_hint: str) -> str:
+    """A record's city as it appears in episode ids: its `city` field (else the folder name),
+    lower case without spaces."""
+    return str(raw.get("city") or city_hint).strip().lower().replace(" ", "")
+
+
 def _parse_episodes(path: Path, city_hint: str, node_ids: set[str], problems: Problems):
     episodes: list[tuple[int, dict]] = []
     route_coords: dict[str, tuple[float, float]] = {}
     conflicts = 0
-    seen_idx: dict[Any, int] = {}
+    first_city: tuple[str, int] | None = None  # the folder's city and the record it came from
+    seen_ids: dict[str, tuple[int, Any]] = {}  # episode id -> (record, question_idx) that made it
     for rec in _records(path, EPISODE_FIELDS, problems):
         i, raw = rec.index, rec.raw
         qidx = rec.get("question_idx")
         if isinstance(qidx, bool) or not isinstance(qidx, (int, str)):
             rec._fail("question_idx", f"expected an integer or string id, got {qidx!r}")
             continue
-        if qidx in seen_idx:
-            rec._fail("question_idx", f"duplicate id {qidx!r} (also record {seen_idx[qidx]})")
+        city = episode_city(raw, city_hint)
+        if first_city is None:
+            first_city = (city, i)
+        elif city != first_city[0]:
+            rec._fail("city", f"city {raw.get('city')!r} is {city!r}, but record {first_city[1]} makes this "
+                              f"folder's city {first_city[0]!r}; one folder holds one city")
             continue
-        seen_idx[qidx] = i
+        # Ids are compared as written (text): question_idx 3 and "3" would be one episode.
+        episode_id = f"{city}-{qidx}"
+        if episode_id in seen_ids:
+            j, other = seen_ids[episode_id]
+            rec._fail("question_idx", f"episode id {episode_id!r} again: record {j} has question_idx {other!r}")
+            continue
+        seen_ids[episode_id] = (i, qidx)
         code = rec.string("category")
         if code and code not in CATEGORY_NAMES:
             rec._fail("category", f"unknown category code {code!r}; known: {', '.join(CATEGORY_NAMES)}")
@@ -248,9 +273,8 @@ def _parse_episodes(path: Path, city_hint: str, node_ids: set[str], problems: Pr
                     conflicts += 1
             else:
                 route_coords[nid] = (lat, lon)
-        city = str(raw.get("city") or city_hint).strip().lower().replace(" ", "")
         episodes.append((i, dict(
-            qidx=qidx, city=city, category=CATEGORY_NAMES[code], difficulty=difficulty,
+            episode_id=episode_id, city=city, category=CATEGORY_NAMES[code], difficulty=difficulty,
             instruction=rec.string("question"), request=rec.string("folder"), start=start,
             target=target, reference_path=tuple(p[0] for p in route),
             # A two-stage episode's final goal is its target; only the intermediate ones are stages.
@@ -267,8 +291,16 @@ def load_city(folder: Path, problems: Problems | None = None) -> World:
     problems = problems or Problems(strict=True)
     folder = Path(folder)
     conn_path, q_path = folder / CONNECTIONS, folder / QUESTIONS
+    # An empty file would make a city of 0 episodes that "succeeds"; a file whose every record
+    # was rejected has said so already.
+    errors = len(problems.errors)
     node_attrs, raw_edges = _parse_edges(conn_path, problems)
+    if not raw_edges and len(problems.errors) == errors:
+        problems.error(conn_path, "no edges: the list is empty")
+    errors = len(problems.errors)
     raw_episodes, route_coords = _parse_episodes(q_path, folder.name, set(node_attrs), problems)
+    if not raw_episodes and len(problems.errors) == errors:
+        problems.error(q_path, "no episodes: the list is empty")
 
     coords = _recover_coordinates(route_coords, raw_edges)
     lost = [n for n in node_attrs if n not in coords]
@@ -284,8 +316,7 @@ def load_city(folder: Path, problems: Problems | None = None) -> World:
         problems.warning(f"{conn_path}: {missing_reverse} edges have no reverse edge")
 
     city = raw_episodes[0][1]["city"] if raw_episodes else folder.name.lower()
-    episodes = [Episode(episode_id=f"{e['city']}-{e['qidx']}", **{k: v for k, v in e.items() if k != "qidx"})
-                for _, e in raw_episodes]
+    episodes = [Episode(**e) for _, e in raw_episodes]
     off_route_hops = sum(1 for ep in episodes for a, b in zip(ep.reference_path, ep.reference_path[1:])
                          if (a, b) not in edge_set)
     if off_route_hops:
@@ -300,15 +331,21 @@ def load_city(folder: Path, problems: Problems | None = None) -> World:
         episodes=episodes,
         category_targets={k: frozenset(v) for k, v in targets.items()},
         source_files={str(p.resolve()): sha256_file(p) for p in (conn_path, q_path) if p.is_file()},
-        synthetic=_is_synthetic(folder),
+        synthetic=_is_synthetic(folder, problems),
     )
 
 
-def _is_synthetic(folder: Path) -> bool:
+def _is_synthetic(folder: Path, problems: Problems) -> bool:
+    """A world.json beside the release files marks a generated city; it is optional."""
     meta = folder / "world.json"
     if not meta.is_file():
         return False
     try:
-        return bool(json.loads(meta.read_text(encoding="utf-8")).get("synthetic", False))
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        doc = read_json_file(meta)
+    except DataError as exc:
+        problems.error(exc.file, exc.detail)
         return False
+    if not isinstance(doc, dict):
+        problems.error(meta, f"expected a JSON object, got {type(doc).__name__}")
+        return False
+    return bool(doc.get("synthetic", False))

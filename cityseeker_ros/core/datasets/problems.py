@@ -24,7 +24,7 @@ class Problems:
     strict: bool = True
     items: list[Problem] = field(default_factory=list)
 
-    def error(self, file: str | Path, message: str, record: int | None = None,
+    def error(self, file: str | Path, message: str, record: int | str | None = None,
               field: str | None = None) -> None:
         err = DataError(file, message, record, field)
         if self.strict:

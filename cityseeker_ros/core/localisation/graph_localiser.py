@@ -2,11 +2,24 @@
 
 A live vehicle is never exactly on a panorama node, and GNSS jitters by metres, so the localiser
 snaps to the nearest node with hysteresis: the current node is kept until another one is closer
-by more than `hysteresis_m` on `confirm_fixes` consecutive fixes. Along a straight street the
-margin alone rules out flicker for position noise up to +-hysteresis_m / 2 (the distance
-difference changes by at most 2 m per metre moved); the confirmation covers independent noise
-beyond that (the defaults, 5 m and 3 fixes, did not flicker in 1,000 simulated crossings at
-0.01 m per fix under uniform +-3 m noise, where 5 m alone flickered in 90% of them).
+by a margin on `confirm_fixes` consecutive fixes. Along a straight street the margin alone rules
+out flicker for position noise up to +-margin / 2 (the distance difference changes by at most
+2 m per metre moved); the confirmation covers independent noise beyond that (the defaults, 5 m
+and 3 fixes, did not flicker in 1,000 simulated crossings at 0.01 m per fix under uniform +-3 m
+noise, where 5 m alone flickered in 90% of them).
+
+The margin is `hysteresis_m` capped at `hysteresis_fraction` (0.5) of the distance between the
+current node and the challenger. Standing on a node B, B is closer than the current node A by
+exactly |AB|, so a fixed margin >= |AB| would make B unreachable (Monaco has 214 directed edges
+under 5 m; a live run stalled on one). With the cap, B wins on its own position under noise up
+to +-|AB| / 4, and the flicker bound at the midpoint is the same +-|AB| / 4.
+
+Nodes closer together than the GNSS noise cannot be told apart by position at all; the node the
+vehicle was sent to (`expect`, the supervisor's goal) resolves them: it takes over with no
+margin once it is within `snap_radius_m` and either no farther than any other node or within
+`arrival_radius_m` (the GNSS noise scale: two nodes 5 cm apart are each nearest half the time),
+and, once current, it is left only for a node closer by the full `hysteresis_m`. Without a goal
+the localiser is still correct (every node is reachable), only less steady between such twins.
 """
 from __future__ import annotations
 
@@ -78,15 +91,21 @@ class GraphLocaliser:
 
     def __init__(self, graph: StreetGraph, actions: Optional[ActionModel] = None, snap_radius_m: float = 15.0,
                  hysteresis_m: float = 5.0, off_graph_m: float = 30.0, min_motion_m: float = 2.0,
-                 confirm_fixes: int = 3, origin: Optional[tuple[float, float]] = None) -> None:
+                 confirm_fixes: int = 3, origin: Optional[tuple[float, float]] = None,
+                 hysteresis_fraction: float = 0.5, arrival_radius_m: float = 2.0) -> None:
         for name, value in (("snap_radius_m", snap_radius_m), ("off_graph_m", off_graph_m),
-                            ("min_motion_m", min_motion_m)):
+                            ("min_motion_m", min_motion_m), ("arrival_radius_m", arrival_radius_m)):
             if not _finite(value) or value <= 0:
                 raise ConfigError(f"localiser {name} must be a positive number of metres, got {value!r}")
         if not _finite(hysteresis_m) or hysteresis_m < 0:
             raise ConfigError(f"localiser hysteresis_m must be >= 0 metres, got {hysteresis_m!r}")
+        if not _finite(hysteresis_fraction) or not 0 <= hysteresis_fraction < 1:
+            raise ConfigError(f"localiser hysteresis_fraction must be in [0, 1), got {hysteresis_fraction!r}")
         if not isinstance(confirm_fixes, int) or confirm_fixes < 1:
             raise ConfigError(f"localiser confirm_fixes must be an integer >= 1, got {confirm_fixes!r}")
+        if arrival_radius_m > snap_radius_m:
+            raise ConfigError(f"localiser arrival_radius_m ({arrival_radius_m}) must be <= snap_radius_m "
+                              f"({snap_radius_m})")
         if off_graph_m < snap_radius_m:
             raise ConfigError(f"localiser off_graph_m ({off_graph_m}) must be >= snap_radius_m ({snap_radius_m})")
         if origin is not None and (len(origin) != 2 or not _finite(*origin)):
@@ -97,11 +116,32 @@ class GraphLocaliser:
         self.actions = actions if actions is not None else ActionModel(graph)
         self.snap_radius_m, self.hysteresis_m, self.off_graph_m = snap_radius_m, hysteresis_m, off_graph_m
         self.min_motion_m, self.confirm_fixes = min_motion_m, confirm_fixes
+        self.hysteresis_fraction, self.arrival_radius_m = hysteresis_fraction, arrival_radius_m
         self.origin = origin
+        self.expected: Optional[str] = None  # the node the vehicle was sent to (the supervisor's goal)
         self.reset()
 
+    def expect(self, node_id: Optional[str]) -> None:
+        """The node the vehicle was sent to, or None: it takes over with no margin once within the
+        snap radius and nearest or within arrival_radius_m, and is then kept until another node
+        is closer by the full hysteresis_m (module docstring)."""
+        if node_id is not None and node_id not in self.graph:
+            raise ConfigError(f"localiser expected node {node_id!r} is not in the street graph")
+        if node_id != self.expected:
+            self._challenger, self._streak = None, 0
+        self.expected = node_id
+
+    def margin_m(self, current: str, challenger: str) -> float:
+        """How much closer `challenger` must be than `current` to take over (module docstring)."""
+        if challenger == self.expected:
+            return 0.0
+        if current == self.expected:
+            return self.hysteresis_m
+        return min(self.hysteresis_m, self.hysteresis_fraction * self.graph.distance_m(current, challenger))
+
     def reset(self) -> None:
-        """Forget the current node and motion heading (e.g. after a teleport in simulation)."""
+        """Forget the current node and motion heading (e.g. after a teleport in simulation); the
+        expected node stays until `expect` changes it."""
         self._node: Optional[str] = None
         self._challenger: Optional[str] = None  # the node that beat the current one on the last fixes
         self._streak = 0
@@ -132,20 +172,40 @@ class GraphLocaliser:
                             f"(snap radius {self.snap_radius_m:g} m)")
 
     def _snap(self, lat: float, lon: float, best: str, best_d: float) -> None:
-        if self._node is None or self._node == best:
+        if self._node is None or (self._node == best and self.expected in (None, best)):
             self._node, self._challenger, self._streak = best, None, 0
             return
         here = self.graph.nodes[self._node]
         current_d = geodesic_m(lat, lon, here.lat, here.lon)
         if current_d > self.off_graph_m:  # a jump (first fix after a gap, teleport): no reason to hold on
             self._node, self._challenger, self._streak = best, None, 0
-        elif best_d < current_d - self.hysteresis_m:
-            self._streak = self._streak + 1 if best == self._challenger else 1
-            self._challenger = best
-            if self._streak >= self.confirm_fixes:
-                self._node, self._challenger, self._streak = best, None, 0
-        else:
+            return
+        challenger = self._challenger_at(lat, lon, best, current_d)
+        if challenger is None:
             self._challenger, self._streak = None, 0
+            return
+        self._streak = self._streak + 1 if challenger == self._challenger else 1
+        self._challenger = challenger
+        if self._streak >= self.confirm_fixes:
+            self._node, self._challenger, self._streak = challenger, None, 0
+
+    def _challenger_at(self, lat: float, lon: float, best: str, current_d: float) -> Optional[str]:
+        """The node that beats the current one at this fix, if any: the expected node once it is
+        within the snap radius and nearest or within the arrival radius, else the nearest node by
+        its margin. Distances are geodesic on both sides, so centimetre edges compare exactly."""
+        assert self._node is not None
+        node = self.graph.nodes[best]
+        best_d = geodesic_m(lat, lon, node.lat, node.lon)
+        goal = self.expected
+        if goal is not None and goal != self._node:
+            there = self.graph.nodes[goal]
+            goal_d = geodesic_m(lat, lon, there.lat, there.lon)
+            if goal_d <= self.snap_radius_m and (goal_d <= min(best_d, current_d)
+                                                 or goal_d <= self.arrival_radius_m):
+                return goal
+        if best != self._node and best_d < current_d - self.margin_m(self._node, best):
+            return best
+        return None
 
     def update_local(self, x_east_m: float, y_north_m: float, yaw_enu_rad: Optional[float] = None,
                      stamp: Optional[float] = None) -> Localisation:

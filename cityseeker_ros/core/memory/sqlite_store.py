@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Optional
 
@@ -27,9 +29,13 @@ from cityseeker_ros.core.memory.store import (
     RoundMemory,
     Visit,
 )
+from cityseeker_ros.core.text import clean_json, clean_text
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60.0  # workers queue on the write lock rather than fail
+OPEN_TIMEOUT_S = 60.0  # the bound on opening (and creating) a file other processes hold
+_FIRST_RETRY_S, _LAST_RETRY_S = 0.002, 0.2  # pauses between attempts to open, doubling
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 _KEY = "run TEXT NOT NULL, episode TEXT NOT NULL, seed INTEGER NOT NULL, round INTEGER NOT NULL"
 _KEY_WHERE = "run = ? AND episode = ? AND seed = ?"
@@ -63,8 +69,34 @@ _MIN_M_PER_DEG_LON_AT_EQUATOR = 111_300.0
 _INHERITED: list[sqlite3.Connection] = []
 
 
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    """Another connection holds the lock (worth a retry), as opposed to a missing folder and the like."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _BUSY_CODES  # extended codes such as SQLITE_BUSY_RECOVERY included
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 def _key(key: MemoryKey) -> tuple[str, str, int]:
     return key.run, key.episode, key.seed
+
+
+def _clean_params(params: Sequence[Any]) -> list[Any]:
+    return [clean_text(p) if isinstance(p, str) else p for p in params]
+
+
+class _CleanText:
+    """A connection whose text parameters are cleaned (core/text.py): SQLite encodes UTF-8 and
+    fails on a lone surrogate (model text, data), and a memory write must not fail on text."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self._db.execute(sql, _clean_params(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
+        return self._db.executemany(sql, (_clean_params(r) for r in rows))
 
 
 def _rounds_filter(rounds: Optional[Sequence[int]]) -> tuple[str, list[int]]:
@@ -133,24 +165,45 @@ class SqliteMemoryStore(MemoryStore):
         return self._db
 
     def _open(self) -> sqlite3.Connection:
+        """Open and prepare a connection, waiting at most OPEN_TIMEOUT_S for other processes.
+
+        Processes that create a fresh file at the same instant race on the journal-mode switch,
+        and SQLite answers some of those lock conflicts with SQLITE_BUSY at once instead of
+        calling the busy handler (it would deadlock). So the whole preparation is retried with
+        a growing, jittered pause until the deadline; every step of it is idempotent."""
+        deadline = time.monotonic() + OPEN_TIMEOUT_S
+        pause = _FIRST_RETRY_S
+        while True:
+            try:
+                return self._try_open(max(0.0, deadline - time.monotonic()))
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise ConfigError(f"memory store '{self.path}': cannot open: {exc}") from None
+                if time.monotonic() + pause > deadline:
+                    raise ConfigError(f"memory store '{self.path}': still locked by another process after "
+                                      f"{OPEN_TIMEOUT_S:g} s ({exc})") from None
+            time.sleep(pause * random.uniform(0.5, 1.0))
+            pause = min(2 * pause, _LAST_RETRY_S)
+
+    def _try_open(self, timeout_s: float) -> sqlite3.Connection:
+        """One attempt; a busy or locked file raises sqlite3.OperationalError (the caller retries)."""
+        db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
         try:
-            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                 check_same_thread=False)
-        except sqlite3.OperationalError as exc:
-            raise ConfigError(f"memory store '{self.path}': cannot open: {exc}") from None
-        try:
-            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            # The busy handler must be in place before the first statement that takes a lock.
+            db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
             if self.path != ":memory:":
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             self._check_schema(db)
+            # Later writes queue on the lock for the full time, whatever was left of the open's.
+            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         except sqlite3.OperationalError:
             db.close()
-            raise  # busy or locked beyond the timeout: not the user's file at fault
+            raise
         except sqlite3.DatabaseError as exc:
             db.close()
             raise ConfigError(f"memory store '{self.path}' is not a SQLite database: {exc}") from None
-        except ConfigError:
+        except BaseException:
             db.close()
             raise
         return db
@@ -179,14 +232,14 @@ class SqliteMemoryStore(MemoryStore):
         db.execute("COMMIT")
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self) -> Iterator[_CleanText]:
         """One short transaction that takes the write lock up front (no busy lock upgrades)."""
         self._adopt()
         with self._lock:
             db = self._connection()
             db.execute("BEGIN IMMEDIATE")
             try:
-                yield db
+                yield _CleanText(db)
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -195,7 +248,7 @@ class SqliteMemoryStore(MemoryStore):
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         self._adopt()
         with self._lock:
-            return self._connection().execute(sql, params).fetchall()
+            return self._connection().execute(sql, _clean_params(params)).fetchall()
 
     def close(self) -> None:
         """Close this process's connection; the next call opens a new one."""
@@ -241,11 +294,11 @@ class SqliteMemoryStore(MemoryStore):
 
     def end_round(self, key: MemoryKey, memory: RoundMemory) -> None:
         m = memory
+        path, actions = json.dumps(clean_json(list(m.path))), json.dumps(clean_json(list(m.actions)))
         with self._write() as db:
             db.execute("INSERT OR REPLACE INTO rounds (run, episode, seed, round, finished, path, actions, "
                        "end_reason, extra) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)",
-                       (*_key(key), m.round, json.dumps(list(m.path)), json.dumps(list(m.actions)),
-                        m.end_reason, json.dumps(m.extra)))
+                       (*_key(key), m.round, path, actions, m.end_reason, json.dumps(clean_json(m.extra))))
 
     def forget(self, key: MemoryKey) -> None:
         with self._write() as db:
@@ -257,8 +310,9 @@ class SqliteMemoryStore(MemoryStore):
     def finished_rounds(self, key: MemoryKey) -> list[RoundMemory]:
         rows = self._read(f"SELECT round, path, actions, end_reason, extra FROM rounds "
                           f"WHERE {_KEY_WHERE} AND finished = 1 ORDER BY round", _key(key))
-        return [RoundMemory(round=r, path=tuple(json.loads(path)), actions=tuple(json.loads(actions)),
-                            end_reason=end_reason, extra=json.loads(extra))
+        return [RoundMemory(round=r, path=tuple(clean_json(json.loads(path))),
+                            actions=tuple(clean_json(json.loads(actions))),
+                            end_reason=end_reason, extra=clean_json(json.loads(extra)))
                 for r, path, actions, end_reason, extra in rows]
 
     def visits(self, key: MemoryKey, rounds: Optional[Sequence[int]] = None) -> list[Visit]:

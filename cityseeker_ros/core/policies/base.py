@@ -64,6 +64,13 @@ class Policy(ABC):
         """(confidence, rationale) of the last act(); none by default."""
         return None, ""
 
+    @classmethod
+    def shows_panorama(cls, params: dict[str, Any]) -> bool:
+        """Whether a policy made with `params` may read Observation.panorama. In process the
+        panorama is made on first use anyway; a world node in another process makes and sends
+        it ahead, so a runner turns that off for policies that never look at it."""
+        return False
+
     def prepare(self) -> None:  # noqa: B027 - most policies have nothing to load
         """Load models or connect before the first episode, so bad configuration fails at
         start-up rather than as a stream of failed episodes."""

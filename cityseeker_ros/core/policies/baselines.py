@@ -65,17 +65,17 @@ class OraclePolicy(HeadingOnlyPolicy):
 
     def _make_plan(self, start: str, budget: int) -> list[int]:
         actions = self.world.actions
-        hops = actions.hops_via(start, self.episode.waypoints)
+        hops = actions.hops_via(start, self.episode.waypoints, budget)  # searches bounded by the budget
         if hops is not None and hops <= budget:  # visit stage goals too when the budget allows
             plan, here = [], start
             for goal in self.episode.waypoints:
                 plan += actions.action_path(here, goal) or []
                 here = goal
             return plan
-        direct = actions.hops_from(start).get(self.episode.target)
+        hops_to = actions.hops_from(start, budget)
+        direct = hops_to.get(self.episode.target)
         if direct is not None and direct <= budget:
             return actions.action_path(start, self.episode.target) or []
-        hops_to = actions.hops_from(start)
         reachable = [n for n, d in hops_to.items() if d <= budget]
         dist = self.world.graph.distances_to_set_m(self.episode.target, reachable)
         # Closest to the target; ties go to the fewest hops, then the node id, so runs repeat.

@@ -25,6 +25,7 @@ from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
 from cityseeker_ros.core.geodesy import circular_difference
 from cityseeker_ros.core.policies import lexicon
 from cityseeker_ros.core.policies.base import POLICIES, Policy
+from cityseeker_ros.core.text import clean_text
 from cityseeker_ros.core.worlds.needs import Need
 
 
@@ -102,7 +103,7 @@ class SignReader:
         found = []
         for box, text, score in zip(result.boxes if result.boxes is not None else (), result.txts or (),
                                     result.scores or ()):
-            text = " ".join(str(text).split())
+            text = clean_text(" ".join(str(text).split()))  # OCR text enters here (core/text.py)
             if float(score) < self.min_confidence or sum(ch.isalnum() for ch in text) < self.min_chars:
                 continue  # lone strokes read as "中" or "1" off windows and kerbs
             b = np.asarray(box, dtype=float)

@@ -4,9 +4,16 @@ Boards are drawn with Pillow in the font from the settings (WenQuanYi Micro Hei 
 which covers Latin and CJK), with a stroke of the text colour for the bold face the font lacks;
 pictograms are drawn four times larger and reduced, for antialiased edges. A board's width in
 metres follows its text, so a long name makes a long board, as on real shopfronts.
+
+A name too long for its board is never cut: the words that say what the place is ("bank" in
+a long regional bank's name, 銀行 in a Chinese one) may be anywhere in it. It is set smaller,
+then on two lines (split between words, or between characters in CJK), then with the usual
+abbreviations of legal forms and filler words (ABBREVIATIONS), and at the last the two lines
+get as small as they must.
 """
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from functools import lru_cache
 
@@ -24,11 +31,27 @@ _SS = 4  # supersampling factor for pictograms
 PAD, ICON, GAP, FONT = 0.13, 0.66, 0.10, 0.56  # fractions of the board height
 BORDER, STRIPE = 0.035, 0.13
 MIN_FONT_SCALE = 0.55
+TWO_LINE_MIN_SCALE = 0.34  # two lines are tried down to this share of FONT before abbreviating
+LINE_GAP = 0.12  # between two lines, as a share of the font size
+# Words that real signs shorten; none of them says what kind of place it is. Whole words,
+# any case; the key is matched after folding ß to ss.
+ABBREVIATIONS: dict[str, str] = {
+    "aktiengesellschaft": "AG", "gesellschaft": "Ges.", "genossenschaft": "eG", "eingetragene": "e.",
+    "geschäftsstelle": "Gst.", "niederlassung": "Ndl.", "filiale": "Fil.", "strasse": "Str.",
+    "international": "Int'l", "limited": "Ltd.", "company": "Co.", "corporation": "Corp.",
+    "incorporated": "Inc.", "brothers": "Bros.", "saint": "St.", "sankt": "St.", "street": "St.",
+    "avenue": "Ave.", "boulevard": "Blvd.", "and": "&", "und": "&", "et": "&", "société": "Sté",
+    "compagnie": "Cie", "osakeyhtiö": "Oy", "società": "Soc.", "mutuel": "Mut.", "régionale": "Rég.",
+    "regional": "Reg.", "regionale": "Reg.",
+}
 
 
 @lru_cache(maxsize=64)
 def _font(path: str, size: int) -> ImageFont.FreeTypeFont:
     return ImageFont.truetype(path, size)
+
+
+_CJK = re.compile(r"[\u2e80-\U0002ffff]")  # the CJK and later blocks, as _stroke counts them
 
 
 def _stroke(size: int, text: str) -> int:
@@ -74,19 +97,59 @@ def draw_board(text: str, style: BoardStyle, pictogram: str, width_m: float,
     middle = (border + body_bottom) / 2.0
     icon = round(ICON * h * (body_bottom - border) / (h - 2 * border))
     room = w - (2 * PAD + GAP) * h - icon
-    size = round(FONT * h)
-    while size > round(FONT * h * MIN_FONT_SCALE) and _text_px(text, font_path, size) > room:
-        size -= 1
-    shown = text
-    while len(shown) > 1 and _text_px(shown, font_path, size) > room:
-        shown = shown[:-2] + "…" if len(shown) > 2 else shown[:-1]
-    content = icon + GAP * h + _text_px(shown, font_path, size)
+    lines, size = layout_text(text, font_path, room, body_bottom - border)
+    content = icon + GAP * h + max(_text_px(line, font_path, size) for line in lines)
     x = max(PAD * h, (w - content) / 2.0)
     image.paste(_icon(pictogram, style.ink, board, icon, font_path), (round(x), round(middle - icon / 2.0)))
-    stroke = _stroke(size, shown)
-    draw.text((x + icon + GAP * h + stroke, middle), shown, font=_font(font_path, size), fill=style.ink,
-              anchor="lm", stroke_width=stroke, stroke_fill=style.ink)
+    pitch = size * (1.0 + LINE_GAP)
+    for k, line in enumerate(lines):
+        stroke = _stroke(size, line)
+        draw.text((x + icon + GAP * h + stroke, middle + (k - (len(lines) - 1) / 2.0) * pitch), line,
+                  font=_font(font_path, size), fill=style.ink, anchor="lm", stroke_width=stroke,
+                  stroke_fill=style.ink)
     return np.asarray(image.convert("RGBA")), size / h
+
+
+def layout_text(text: str, font_path: str, room_px: float, body_px: float) -> tuple[tuple[str, ...], int]:
+    """(lines, font size in texels) that set every word of `text` within `room_px` by `body_px`:
+    one line down to MIN_FONT_SCALE, then two lines down to TWO_LINE_MIN_SCALE, then the same
+    with ABBREVIATIONS, then two lines as small as it takes. Nothing is ever cut off."""
+    h = TEXTURE_HEIGHT
+    nominal = round(FONT * h)
+    two_line_top = min(nominal, int(body_px / (2.0 + LINE_GAP)))
+    for candidate in dict.fromkeys((text, abbreviate(text))):  # the full text first
+        for size in range(nominal, round(nominal * MIN_FONT_SCALE) - 1, -1):
+            if _text_px(candidate, font_path, size) <= room_px:
+                return (candidate,), size
+        lines = _two_lines(candidate, font_path, nominal)
+        for size in range(two_line_top, round(nominal * TWO_LINE_MIN_SCALE) - 1, -1):
+            if max(_text_px(line, font_path, size) for line in lines) <= room_px:
+                return lines, size
+    for size in range(round(nominal * TWO_LINE_MIN_SCALE) - 1, 1, -1):
+        if max(_text_px(line, font_path, size) for line in lines) <= room_px:
+            return lines, size
+    return lines, 1
+
+
+def abbreviate(text: str) -> str:
+    """`text` with the ABBREVIATIONS applied to whole words."""
+    def short(m: re.Match) -> str:
+        return ABBREVIATIONS.get(m.group(0).lower().replace("ß", "ss"), m.group(0))
+    return re.sub(r"[^\W\d_]+", short, text)
+
+
+def _two_lines(text: str, font_path: str, size: int) -> tuple[str, ...]:
+    """The split into two lines whose longer line is shortest: between words, or between
+    characters in CJK text without spaces. A single Latin word stays one line (it is set smaller
+    rather than broken, which would read as two words)."""
+    words = text.split()
+    if len(words) > 1:
+        splits = [(" ".join(words[:k]), " ".join(words[k:])) for k in range(1, len(words))]
+    elif len(text) > 1 and _CJK.search(text):
+        splits = [(text[:k], text[k:]) for k in range(1, len(text))]
+    else:
+        return (text,)
+    return min(splits, key=lambda pair: (max(_text_px(part, font_path, size) for part in pair), pair))
 
 
 @lru_cache(maxsize=256)

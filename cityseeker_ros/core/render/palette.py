@@ -5,10 +5,10 @@ signs do), so the mapping from OSM class to family is part of what perception is
 """
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Optional
+
+from cityseeker_ros.core.text import brand_key
 
 RGB = tuple[int, int, int]
 
@@ -197,12 +197,6 @@ def family_and_pictogram(poi_class: str) -> tuple[str, str]:
 def generic_word(poi_class: str) -> str:
     _, value = split_class(poi_class)
     return GENERIC_WORDS.get(value) or (value.replace("_", " ").capitalize() if value else "Shop")
-
-
-def brand_key(text: str) -> str:
-    """Names compared for brand lookup: lower-case, accents and punctuation dropped (McDonald's -> mcdonalds)."""
-    folded = unicodedata.normalize("NFKD", text.lower())
-    return re.sub(r"[\W_]+", "", "".join(ch for ch in folded if not unicodedata.combining(ch)))
 
 
 def board_style(poi_class: str, brand: Optional[str], name: str) -> tuple[BoardStyle, str]:

@@ -23,6 +23,7 @@ from cityseeker_ros.core.graph import StreetGraph
 from cityseeker_ros.core.render.boards import BoardCache
 from cityseeker_ros.core.render.camera import Pose, camera_model
 from cityseeker_ros.core.render.caster import cast_walls
+from cityseeker_ros.core.render.clearance import cameras_outside
 from cityseeker_ros.core.render.clutter import place_clutter, sprite_textures
 from cityseeker_ros.core.render.compose import compose
 from cityseeker_ros.core.render.mipmap import MipTexture
@@ -34,7 +35,7 @@ from cityseeker_ros.core.render.view import RenderedView, VisibleSign
 from cityseeker_ros.core.render.walls import WallSet
 from cityseeker_ros.core.worlds.scene import Scene
 
-RENDERER_VERSION = "1"
+RENDERER_VERSION = "2"  # 2: long names never cut (two lines, abbreviations); no camera inside a footprint
 POLE_WIDTH_M = 0.12
 MAX_PIXELS = 4096 * 4096
 
@@ -55,6 +56,8 @@ class Renderer:
             self.node_xy = {i: (float(x), float(y)) for i, (x, y) in zip(ids, xy)}
         else:
             self.node_xy = {}
+        # Nodes inside a footprint see from just outside it, never from inside the walls.
+        self.camera_moved = cameras_outside(self.node_xy, scene.buildings)
         buildings = WallSet(scene.buildings)
         self.sprites, boxes = place_clutter(graph, self.node_xy, buildings, settings.clutter, settings.seed)
         self.walls = WallSet(scene.buildings, boxes) if boxes else buildings
@@ -101,10 +104,12 @@ class Renderer:
                                             "pitch_deg": 0.0})
 
     def _node(self, node_id: str) -> tuple[float, float]:
+        """Where the camera stands at a node: the node, or outside the footprint it lies in."""
         try:
-            return self.node_xy[node_id]
+            xy = self.node_xy[node_id]
         except (KeyError, TypeError):
             raise ConfigError(f"node '{node_id}' is not in street graph '{self.graph.name}'") from None
+        return self.camera_moved.get(node_id, xy)
 
     def _render(self, pose: Pose, node_id: str, meta: dict[str, Any]) -> RenderedView:
         s = self.settings
@@ -152,6 +157,8 @@ class Renderer:
                 visible_fraction=round(min(1.0, float(stats.visible[k]) / max(float(stats.area_px[k]), 1.0)), 4)))
         signs.sort(key=lambda v: (v.distance_m, v.poi_id))
         image = self._degrade(image)
+        if node_id in self.camera_moved:
+            meta["camera_moved_m"] = round(math.dist(self.node_xy[node_id], self.camera_moved[node_id]), 3)
         meta.update({"renderer_version": RENDERER_VERSION, "node_id": node_id, "width": pose.model.width,
                      "height": pose.model.height, "camera_xy": (round(pose.x, 3), round(pose.y, 3)),
                      "eye_height_m": s.eye_height_m, "synthetic": True, "settings": s.describe()})

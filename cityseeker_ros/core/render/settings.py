@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Optional
 
@@ -55,6 +56,16 @@ class RenderSettings:
             raise bad("max_distance_m", "must be a number in [10, 5000] metres")
         if self.font_path is not None and (not isinstance(self.font_path, str) or not self.font_path):
             raise bad("font_path", "must be null or a path to a TrueType/OpenType font")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], where: str) -> RenderSettings:
+        """Settings from user-given KEY=VALUE pairs; an unknown key fails naming `where` and the
+        valid keys, rather than with Python's "unexpected keyword argument"."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ConfigError(f"{where}: unknown render setting(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        return cls(**values)
 
     def resolve_font(self) -> Path:
         """The font file to draw sign text with; fails with the install command when it is missing."""

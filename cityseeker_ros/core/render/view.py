@@ -46,6 +46,29 @@ SYNTHETIC_LABEL = ("Synthetic imagery rendered by cityseeker_ros from map data, 
                    "Map data (c) OpenStreetMap contributors, ODbL, where the world was built from OSM.")
 
 
+# The image types `save_image` writes, by file suffix (lower case).
+IMAGE_FORMATS = {".png": "PNG", ".jpg": "JPEG", ".jpeg": "JPEG"}
+
+
+def save_image(path: str | Path, image: np.ndarray) -> Path:
+    """Write an RGB uint8 array in the format its suffix names, so `v.jpg` is a JPEG and not
+    PNG bytes under a JPEG name; the synthetic-imagery label travels in the PNG text chunks or
+    the JPEG comment."""
+    path = Path(path)
+    kind = IMAGE_FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise ValueError(f"{path}: unknown image type {path.suffix or '(no suffix)'!r}; "
+                         f"use one of {', '.join(IMAGE_FORMATS)}")
+    if kind == "PNG":
+        return save_png(path, image)
+    array = np.asarray(image)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 3:
+        raise ValueError(f"expected an (H, W, 3) uint8 image, got {array.dtype} {array.shape}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(array, "RGB").save(path, format="JPEG", quality=95, comment=SYNTHETIC_LABEL.encode())
+    return path
+
+
 def save_png(path: str | Path, image: np.ndarray) -> Path:
     """Write an RGB uint8 array losslessly, creating the folder, with the synthetic-imagery label
     in the PNG's text chunks so the file says what it is wherever it travels."""

@@ -6,11 +6,12 @@ from cityseeker_ros.core.safety.config import SafetyConfig
 from cityseeker_ros.core.safety.estop import EStop
 from cityseeker_ros.core.safety.gate import SafetyGate, Verdict
 from cityseeker_ros.core.safety.geofence import CircleFence, Geofence, PolygonFence, geofence_from_dict
+from cityseeker_ros.core.safety.latch_file import LatchFile
 from cityseeker_ros.core.safety.limits import Limits
 from cityseeker_ros.core.safety.watchdog import DecisionWatchdog, Heartbeat
 
 __all__ = [
     "HOLD", "Check", "CircleFence", "Command", "DecisionWatchdog", "EStop", "Geofence", "Goal", "Heartbeat",
-    "Hold", "Limits", "PolygonFence", "SafetyCode", "SafetyConfig", "SafetyGate", "Velocity", "Verdict",
+    "Hold", "LatchFile", "Limits", "PolygonFence", "SafetyCode", "SafetyConfig", "SafetyGate", "Velocity", "Verdict",
     "geofence_from_dict",
 ]

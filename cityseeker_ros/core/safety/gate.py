@@ -42,10 +42,12 @@ class SafetyGate:
         self.latest: Command = HOLD  # the last decided command, re-filtered on every tick
 
     @classmethod
-    def from_config(cls, config: SafetyConfig, clock: Clock = time.monotonic) -> SafetyGate:
+    def from_config(cls, config: SafetyConfig, clock: Clock = time.monotonic,
+                    estop: Optional[EStop] = None) -> SafetyGate:
+        """`estop` with a LatchFile keeps the latch across restarts; a bare EStop() is in memory only."""
         heartbeat = None if config.heartbeat_timeout_s is None else Heartbeat(config.heartbeat_timeout_s, clock)
         return cls(config.geofence, config.limits, DecisionWatchdog(config.decision_timeout_s, clock),
-                   heartbeat, EStop(), clock)
+                   heartbeat, estop if estop is not None else EStop(), clock)
 
     def decision(self, command: Command, now: Optional[float] = None) -> Verdict:
         """A decision arrived: feed the watchdog, remember it for `tick`, and say what it becomes."""

@@ -25,13 +25,16 @@ from PIL import Image
 from cityseeker_ros.core.episode import World
 from cityseeker_ros.core.errors import ConfigError, DataError
 from cityseeker_ros.core.graph import Node
-from cityseeker_ros.core.views.source import VIEW_SOURCES, ViewSource
+from cityseeker_ros.core.views.source import VIEW_SOURCES, ViewSource, recentre
 
-# Extra yaw each provider's panoramas need so that their centre column is the car heading.
-PROVIDER_OFFSETS: dict[str, float] = {"google": 0.0, "baidu": -90.0}
+# Yaw added to (walkable heading - car heading) before cutting. Google's centre column looks
+# along the car heading; Baidu's looks 90 degrees left of it (the reference turns a Baidu
+# panorama by heading - 90 before cutting), so a Baidu view lies 90 degrees further clockwise.
+PROVIDER_OFFSETS: dict[str, float] = {"google": 0.0, "baidu": 90.0}
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".png", ".jpeg")
 ASPECT_TOLERANCE = 0.02  # |width/height - 2| a panorama may show (resized or cropped by a pixel)
 MAX_GRIDS = 8  # cached grids per cutter: one per panorama size and pitch in practice
+PANO_WIDTH = 2048  # stop-prompt panorama width (0: the file's own size, as the reference sends it)
 _MISSING_LISTED = 10
 
 
@@ -194,13 +197,15 @@ class PanoramaFolderSource(ViewSource):
 
     def __init__(self, world: World, folder: str, provider: str = "google", offset_deg: float | None = None,
                  fov_deg: float = 120.0, width: int = 1024, height: int = 512, cache_size: int = 8,
-                 check: str = "lazy") -> None:
+                 check: str = "lazy", pano_width: int = PANO_WIDTH) -> None:
         key = str(provider).lower()
         if key not in PROVIDER_OFFSETS:
             raise ConfigError(f"panorama-folder: unknown provider '{provider}'; known: "
                               f"{', '.join(sorted(PROVIDER_OFFSETS))} (or give offset_deg)")
         if check not in ("lazy", "all"):
             raise ConfigError(f"panorama-folder: check must be 'lazy' or 'all', got '{check}'")
+        if isinstance(pano_width, bool) or int(pano_width) != pano_width or pano_width < 0 or pano_width % 2:
+            raise ConfigError(f"panorama-folder: pano_width must be an even whole number >= 0, got {pano_width}")
         if int(cache_size) != cache_size or cache_size < 0:
             raise ConfigError(f"panorama-folder: cache_size must be a whole number >= 0, got {cache_size}")
         self.folder = Path(folder).expanduser()
@@ -213,6 +218,7 @@ class PanoramaFolderSource(ViewSource):
         self.provider = key
         self.offset_deg = float(PROVIDER_OFFSETS[key] if offset_deg is None else offset_deg)
         self.cache_size = int(cache_size)
+        self.pano_width = int(pano_width)
         self.check = check
         self._paths: dict[str, Path] = {}
         self._panos: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -267,10 +273,18 @@ class PanoramaFolderSource(ViewSource):
         pano = self.panorama(node.id)
         return [self.cutter.cut(pano, float(h) - node.heading + self.offset_deg) for h in headings]
 
+    def panorama_view(self, node: Node, facing: float) -> np.ndarray:
+        """The file downscaled (area averaging) to `pano_width` x `pano_width / 2` and rolled so
+        its centre looks along `facing`; the file's centre looks along car heading - offset."""
+        pano = self.panorama(node.id)
+        if self.pano_width and pano.shape[1] != self.pano_width:
+            pano = cv2.resize(pano, (self.pano_width, self.pano_width // 2), interpolation=cv2.INTER_AREA)
+        return recentre(pano, node.heading - self.offset_deg, facing)
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "folder": str(self.folder.resolve()), "provider": self.provider,
                 "offset_deg": self.offset_deg, "fov_deg": self.cutter.fov_deg, "width": self.cutter.width,
-                "height": self.cutter.height, "interpolation": "bilinear"}
+                "height": self.cutter.height, "interpolation": "bilinear", "pano_width": self.pano_width}
 
     def close(self) -> None:
         with self._lock:

@@ -4,7 +4,12 @@ llama.cpp, hosted APIs).
 The benchmark must survive a flaky server without hiding a misconfigured one, so failures are
 split: transient ones (connection refused, timeouts, 429, 5xx) are retried with seeded,
 jittered exponential backoff; the ones a user must fix (wrong URL, unknown model, rejected key)
-are reported once with the URL and the cause, never the key.
+are reported once with the URL and the cause, never the key: every message, log line and
+describe() shows the URL with its user and password masked (core/redact.py), and extra_body
+and headers with their secret-named entries masked.
+
+Replies are cleaned at this boundary (core/text.py): malformed UTF-8 and escaped lone
+surrogates in a server's JSON become U+FFFD, so no writer downstream can fail on them.
 
 Start-up check: unless ``check_on_start=False`` the constructor calls :meth:`OpenAIBackend.check`
 (GET ``{base_url}/models``), so a run fails before its first episode when the server is down or
@@ -31,6 +36,8 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.redact import redact, redact_text
+from cityseeker_ros.core.text import loads_json
 from cityseeker_ros.core.vlm.backend import (
     BACKENDS,
     Backend,
@@ -90,13 +97,15 @@ class OpenAIBackend(Backend):
         jpeg_quality: int = 90,
         max_image_side: Optional[int] = None,
         extra_body: Optional[dict[str, Any]] = None,
+        headers: Optional[dict[str, str]] = None,
         check_on_start: bool = True,
         backoff_s: float = 0.5,
         backoff_max_s: float = 30.0,
         seed: int = 0,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"openai backend: base_url must start with http:// or https://, got {base_url!r}")
+            shown = redact_text(base_url) if isinstance(base_url, str) else base_url
+            raise ConfigError(f"openai backend: base_url must start with http:// or https://, got {shown!r}")
         if not model:
             raise ConfigError("openai backend: model must name the served model")
         if json_mode not in JSON_MODES:
@@ -111,11 +120,15 @@ class OpenAIBackend(Backend):
             raise ConfigError("openai backend: max_concurrency >= 1, retries >= 0, timeout_s > 0 and backoff >= 0")
         if extra_body is not None and not isinstance(extra_body, dict):
             raise ConfigError("openai backend: extra_body must be a mapping")
+        if headers is not None and (not isinstance(headers, dict)
+                                    or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())):
+            raise ConfigError("openai backend: headers must be a mapping of header names to strings")
 
         import httpx  # lazily: importing the backend module must stay cheap
 
         self._httpx = httpx
         self.base_url = base_url.rstrip("/")
+        self._shown_base_url = redact_text(self.base_url)  # what messages and describe() show
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = float(timeout_s)
@@ -129,14 +142,15 @@ class OpenAIBackend(Backend):
         self.backoff_s = float(backoff_s)
         self.backoff_max_s = float(backoff_max_s)
 
-        headers = {"Content-Type": "application/json"}
+        self._extra_headers = redact(dict(headers or {}))  # masked: only describe() reads it
+        sent = {"Content-Type": "application/json", **(headers or {})}
         # The key lives only in the client's headers: never in an attribute, a message or describe().
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         self._has_key = bool(key)
         if key:
-            headers["Authorization"] = f"Bearer {key}"
+            sent["Authorization"] = f"Bearer {key}"
         self._client = httpx.Client(
-            headers=headers,
+            headers=sent,
             timeout=httpx.Timeout(self.timeout_s),
             limits=httpx.Limits(max_connections=self.max_concurrency,
                                 max_keepalive_connections=self.max_concurrency),
@@ -158,9 +172,9 @@ class OpenAIBackend(Backend):
         """Fail before the first episode if the server is down or does not serve `model`.
 
         Returns the model ids the server lists (possibly empty when it cannot list them)."""
-        url = f"{self.base_url}/models"
+        url = f"{self._shown_base_url}/models"
         try:
-            response, _ = self._send("GET", url, None)
+            response, _ = self._send("GET", "models", None)
         except ConfigError as exc:
             raise ConfigError(f"{exc}; does base_url end in /v1?") from None
         except _Unavailable as exc:
@@ -173,7 +187,8 @@ class OpenAIBackend(Backend):
         if not ids:
             log.warning("%s lists no models; not checking that it serves '%s'", url, self.model)
         elif self.model not in ids:
-            raise ConfigError(f"model '{self.model}' is not served at {self.base_url}; it lists: {', '.join(ids)}")
+            raise ConfigError(f"model '{self.model}' is not served at {self._shown_base_url}; "
+                              f"it lists: {', '.join(ids)}")
         return ids
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -195,7 +210,7 @@ class OpenAIBackend(Backend):
     def describe(self) -> dict[str, Any]:
         desc: dict[str, Any] = {
             "name": self.name,
-            "base_url": self.base_url,
+            "base_url": self._shown_base_url,
             "model": self.model,
             "json_mode": self.json_mode,
             "json_mode_resolved": self._resolved_json_mode(),
@@ -209,7 +224,9 @@ class OpenAIBackend(Backend):
         if self.image_format == "jpeg":
             desc["jpeg_quality"] = self.jpeg_quality
         if self.extra_body:
-            desc["extra_body"] = dict(self.extra_body)
+            desc["extra_body"] = redact(self.extra_body)
+        if self._extra_headers:
+            desc["headers"] = dict(self._extra_headers)
         return desc
 
     def close(self) -> None:
@@ -284,7 +301,7 @@ class OpenAIBackend(Backend):
         t0 = time.perf_counter()
         body = self._body(request)
         preprocess_s = time.perf_counter() - t0
-        url = f"{self.base_url}/chat/completions"
+        url = f"{self._shown_base_url}/chat/completions"
         while True:
             response_format = self._response_format(request)
             if response_format is not None:
@@ -292,7 +309,8 @@ class OpenAIBackend(Backend):
             else:
                 body.pop("response_format", None)
             try:
-                reply, generate_s = self._send("POST", url, body, response_format_sent=response_format is not None)
+                reply, generate_s = self._send("POST", "chat/completions", body,
+                                               response_format_sent=response_format is not None)
                 break
             except _ResponseFormatRejected as exc:
                 if self.json_mode != "auto":
@@ -320,20 +338,22 @@ class OpenAIBackend(Backend):
                 raise TypeError(f"content is {type(text).__name__}")
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise BackendError(f"malformed chat completion from {url}: {exc!r}: "
-                               f"{json.dumps(reply)[:_DETAIL_CHARS]}") from None
+                               f"{redact_text(json.dumps(reply)[:_DETAIL_CHARS])}") from None
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         prompt = usage.get("prompt_tokens")
         completion = usage.get("completion_tokens")
         return (text, int(prompt) if isinstance(prompt, (int, float)) else None,
                 int(completion) if isinstance(completion, (int, float)) else None)
 
-    def _send(self, method: str, url: str, body: Optional[dict[str, Any]],
+    def _send(self, method: str, path: str, body: Optional[dict[str, Any]],
               response_format_sent: bool = False) -> tuple[Any, float]:
-        """The decoded JSON reply and the round trip of the attempt that answered (backoff excluded)."""
+        """The decoded JSON reply to `path` under base_url and the round trip of the attempt that
+        answered (backoff excluded)."""
+        url = f"{self._shown_base_url}/{path}"
         attempts = self.retries + 1
         for attempt in range(attempts):
             try:
-                return self._attempt(method, url, body, response_format_sent)
+                return self._attempt(method, path, body, response_format_sent)
             except _Retryable as exc:
                 if attempt == attempts - 1:
                     raise _Unavailable(f"{url}: no answer after {attempts} attempt(s): {exc.cause}",
@@ -351,19 +371,21 @@ class OpenAIBackend(Backend):
             delay = max(delay, min(retry_after, _MAX_RETRY_AFTER_S))
         return delay
 
-    def _attempt(self, method: str, url: str, body: Optional[dict[str, Any]],
+    def _attempt(self, method: str, path: str, body: Optional[dict[str, Any]],
                  response_format_sent: bool) -> tuple[Any, float]:
         httpx = self._httpx
+        url = f"{self._shown_base_url}/{path}"
         t0 = time.perf_counter()
         try:
-            response = self._client.request(method, url, json=body)
+            response = self._client.request(method, f"{self.base_url}/{path}", json=body)
         except httpx.TimeoutException as exc:
             raise _Retryable(f"timed out after {self.timeout_s:g} s ({type(exc).__name__})") from None
         except httpx.TransportError as exc:
-            raise _Retryable(f"cannot reach the server ({type(exc).__name__}: {exc})") from None
+            raise _Retryable(f"cannot reach the server ({type(exc).__name__}: {redact_text(str(exc))})") from None
         elapsed = time.perf_counter() - t0
         status = response.status_code
-        detail = response.text[:_DETAIL_CHARS].strip()
+        # A server may echo the request (and so a key) in its error body.
+        detail = redact_text(response.text[:_DETAIL_CHARS].strip())
         if status == 429 or status >= 500:
             raise _Retryable(f"HTTP {status}: {detail}", _retry_after(response.headers.get("Retry-After")), status)
         if status in (401, 403):
@@ -378,7 +400,7 @@ class OpenAIBackend(Backend):
         if status >= 400:
             raise BackendError(f"{url}: HTTP {status}: {detail}")
         try:
-            return response.json(), elapsed
+            return loads_json(response.content), elapsed
         except ValueError as exc:
             raise BackendError(f"{url}: HTTP {status} with a body that is not JSON ({exc}): {detail}") from None
 

@@ -7,17 +7,21 @@ into fallbacks and measure the parser instead of the model. Every repair is writ
 
 Rules, in order:
 
-1. Text. A non-string reply is read as text (bytes as UTF-8 with replacement); only the first
-   MAX_CHARS characters are read.
+1. Text. A non-string reply is read as text (bytes as UTF-8 with replacement, lone surrogates
+   as U+FFFD); a reply longer than MAX_CHARS characters is a runaway generation: only its head
+   is read, and ParsedDecision.cut says so (the policy counts such replies).
 2. JSON. Every `{` (at most MAX_STARTS) starts an attempt to read one object with a lenient
    reader: JSON plus single-quoted strings, unquoted keys, missing or trailing commas,
    comments (`//`, `/* */`, `#`), Python True/False/None, NaN/Infinity and `80%`. Fences
-   and prose around the object are ignored. The first object (or, inside a wrapper such as
-   `{"response": {...}}`, the first nested object) holding an action field wins; failing that,
-   the first holding any decision field. Keys are matched case-insensitively with aliases
+   and prose around the object are ignored. An object holding an action field (itself, or
+   inside a wrapper such as `{"response": {...}}`, the first nested one) is an answer; failing
+   that, the first object holding any decision field is read. Answers that differ (two
+   objects, or a `key: value` line outside them) are an error, not a guess: JSON placed
+   before the real answer must not decide. Keys are matched case-insensitively with aliases
    (`score` for confidence, `perspective_observation` for observations, ...).
 3. Broken JSON. When no object holds an action, `key: value` pairs are read by pattern, so a
-   truncated reply that got as far as `"action": "B"` (or plain `Action: B`) is still read.
+   truncated reply that got as far as `"action": "B"` (or plain `Action: B`) is still read;
+   two such lines that differ are an error too.
 4. Prose. Failing that, an obvious answer in prose counts: a bare `B` or `STOP`, or a verb
    followed by a capital letter ("I choose view C", "I'll go with (B)"); for the stop prompt an
    upper-case STOP/CONTINUE or a phrase such as "keep going". Two different answers are an
@@ -37,19 +41,28 @@ Rules, in order:
    an error. Thoughts: a string; anything else is kept as its JSON text with a problem.
 
 On an error the decision has action_index None, confidence 0.0 and `error` set.
+
+Time is linear in the reply, and bounded by MAX_CHARS: no pattern can split a run of characters
+between two quantifiers in more than one way (a failed match never retries splits), the reader
+never reads an object twice (what an attempt learnt about each `{` is kept) and reads at most
+READ_FACTOR times the reply over all attempts. The worst 1 MB replies we could build parse in
+under 50 ms (benchmarks/parse_worst.py, tests/core/vlm/test_parsing_bounds.py).
 """
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
+from cityseeker_ros.core.text import clean_text
 from cityseeker_ros.core.vlm.schema import LETTERS, STOP_WORD, Decision, ParsedDecision, StopDecision, ViewObservation
 
-MAX_CHARS = 100_000  # longer replies are runaway generations; their head holds the answer if any
+MAX_CHARS = 16_000  # longer replies are runaway generations (~4,000 tokens); their head holds the answer if any
 MAX_STARTS = 64  # `{` positions tried, so a reply full of braces costs bounded time
+READ_FACTOR = 2  # the lenient reader reads at most this many times the reply over all its attempts
 MAX_DEPTH = 48  # nesting the lenient reader follows; deeper is junk
 DEFAULT_CONFIDENCE = 0.5  # neither sure nor unsure; below B1's 0.75 threshold on purpose
 INTERNAL_ERROR = "parser failure"  # prefix of the error reported if this module has a bug
@@ -70,31 +83,58 @@ class _Fail(Exception):
     """Not a readable value at this position."""
 
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+class _TooDeep(_Fail):
+    """Nested deeper than MAX_DEPTH: the same `{` read at a shallower depth may succeed."""
+
+
+# No pattern here can split a run of characters between two quantifiers in more than one way, so
+# a failed match gives characters back one at a time and never retries the splits of a run.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _DIGITS = re.compile(r"\d+")
+_SIMPLE_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_\-]*|\d+)[ \t]*[:=]")  # what the general key path reads, faster
 _CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None, "True": True, "False": False,
                               "None": None, "NaN": math.nan, "nan": math.nan, "Infinity": math.inf,
                               "inf": math.inf}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "/": "/", "\\": "\\", '"': '"', "'": "'"}
-_STRING_STOPS = {'"': re.compile(r'["\\]'), "'": re.compile(r"['\\]")}
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_SPACE = re.compile(r"(?:\s+|(?://|#)[^\n]*(?:\n|\Z)|/\*.*?(?:\*/|\Z))*", re.S)  # whitespace and comments
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(.))", re.S)
+_COMMENT = r"(?:(?://|#)[^\n]*(?:\n|\Z)|/\*.*?(?:\*/|\Z))"
+_SPACE = re.compile(rf"\s*(?:{_COMMENT}\s*)*", re.S)  # whitespace and comments
+_SEPARATORS = re.compile(rf"[\s,]*(?:{_COMMENT}[\s,]*)*", re.S)  # and the commas between members, any number
+
+# What earlier attempts learnt about the object at a `{`: (end, value, levels below it) when it
+# was read, None when it cannot be read at any depth.
+_Memo = dict[int, Optional[tuple[int, dict[str, Any], int]]]
 
 
 class _Reader:
-    """A recursive-descent reader for the JSON dialects models write; raises _Fail only."""
+    """A recursive-descent reader for the JSON dialects models write; raises _Fail only.
 
-    def __init__(self, text: str, pos: int) -> None:
-        self.text, self.pos, self.depth = text, pos, 0
+    It reads `text[pos:end]` only, and shares `memo` with the other attempts on the same text,
+    so an object is read once however many `{` positions around it are tried."""
 
-    def skip(self) -> None:
-        self.pos = _SPACE.match(self.text, self.pos).end()  # type: ignore[union-attr]  (matches empty)
+    def __init__(self, text: str, pos: int, end: Optional[int] = None, memo: Optional[_Memo] = None) -> None:
+        self.text, self.pos, self.depth, self.deepest = text, pos, 0, 0
+        self.end = len(text) if end is None else end
+        self.memo: _Memo = {} if memo is None else memo
+        self.skipped = 0  # characters passed over by reusing an object read before
+        self.open: list[int] = []  # where the objects being read start
+
+    def skip(self, pattern: re.Pattern[str] = _SPACE) -> None:
+        """Past whitespace and comments (commas too with _SEPARATORS); no regex call when there
+        is nothing to pass, the usual case between tokens."""
+        if self.pos < self.end:
+            c = self.text[self.pos]
+            if c.isspace() or c in "/#,":  # str.isspace is re's \s
+                self.pos = pattern.match(self.text, self.pos, self.end).end()  # type: ignore[union-attr]
 
     def value(self) -> Any:
         self.skip()
-        if self.pos >= len(self.text):
+        return self.item()
+
+    def item(self) -> Any:
+        """The value at `pos`, which is past any whitespace."""
+        if self.pos >= self.end:
             raise _Fail
         c = self.text[self.pos]
         if c == "{":
@@ -104,12 +144,12 @@ class _Reader:
         if c in "\"'":
             return self.string()
         sign = 1.0
-        if c in "+-" and _IDENT.match(self.text, self.pos + 1):
+        if c in "+-" and _IDENT.match(self.text, self.pos + 1, self.end):
             sign, self.pos = (-1.0 if c == "-" else 1.0), self.pos + 1
-        number = _NUMBER.match(self.text, self.pos)
+        number = _NUMBER.match(self.text, self.pos, self.end)
         if number:
             return self.number(number.group())
-        ident = _IDENT.match(self.text, self.pos)
+        ident = _IDENT.match(self.text, self.pos, self.end)
         if ident and ident.group() in _CONSTANTS:
             self.pos = ident.end()
             found = _CONSTANTS[ident.group()]
@@ -118,11 +158,12 @@ class _Reader:
 
     def number(self, literal: str) -> Any:
         self.pos += len(literal)
-        if self.pos < len(self.text) and self.text[self.pos] == "%":
+        if self.pos < self.end and self.text[self.pos] == "%":
             self.pos += 1
             return literal + "%"  # left to the confidence reader
         try:
-            if re.fullmatch(r"[+-]?\d{1,300}", literal):
+            digits = literal.lstrip("+-")
+            if digits.isdecimal() and len(digits) <= 300:
                 return int(literal)
             return float(literal)  # huge literals become inf, never an exception
         except ValueError:
@@ -131,86 +172,110 @@ class _Reader:
     def enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise _Fail
+            raise _TooDeep
+        self.deepest = max(self.deepest, self.depth)
         self.pos += 1
 
     def object(self) -> dict[str, Any]:
+        start = self.pos
+        if start in self.memo:
+            return self.reuse(start)
+        self.open.append(start)  # a failure fails every open object: _objects notes them in the memo
+        outer_deepest, self.deepest = self.deepest, self.depth
+        result = self.members()
+        self.open.pop()
+        self.memo[start] = (self.pos, result, self.deepest - self.depth - 1)
+        self.deepest = max(outer_deepest, self.deepest)
+        return result
+
+    def reuse(self, start: int) -> dict[str, Any]:
+        known = self.memo[start]
+        if known is None:
+            raise _Fail
+        end, result, below = known
+        if self.depth + 1 + below > MAX_DEPTH:
+            raise _TooDeep
+        if end > self.end:
+            self.pos = self.end
+            raise _Fail
+        self.deepest = max(self.deepest, self.depth + 1 + below)
+        self.skipped += end - start
+        self.pos = end
+        return result
+
+    def members(self) -> dict[str, Any]:
         self.enter()
         result: dict[str, Any] = {}
         while True:
-            self.skip()
-            if self.pos >= len(self.text):
+            self.skip(_SEPARATORS)
+            if self.pos >= self.end:
                 raise _Fail
             c = self.text[self.pos]
             if c == "}":
                 self.pos += 1
                 self.depth -= 1
                 return result
-            if c == ",":  # trailing, doubled or leading commas
-                self.pos += 1
-                continue
-            if c in "\"'":
-                key = self.string()
+            simple = _SIMPLE_KEY.match(self.text, self.pos, self.end)  # `key:` in one step, the usual case
+            if simple:
+                key, self.pos = simple.group(1), simple.end()
             else:
-                ident = _IDENT.match(self.text, self.pos) or _DIGITS.match(self.text, self.pos)
-                if not ident:
+                if c in "\"'":
+                    key = self.string()
+                else:
+                    ident = _IDENT.match(self.text, self.pos, self.end) or _DIGITS.match(self.text, self.pos, self.end)
+                    if not ident:
+                        raise _Fail
+                    key, self.pos = ident.group(), ident.end()
+                self.skip()
+                if self.pos >= self.end or self.text[self.pos] not in ":=":
                     raise _Fail
-                key, self.pos = ident.group(), ident.end()
-            self.skip()
-            if self.pos >= len(self.text) or self.text[self.pos] not in ":=":
-                raise _Fail
-            self.pos += 1
+                self.pos += 1
             result[key] = self.value()  # no comma needed before the next member
 
     def array(self) -> list[Any]:
         self.enter()
         result: list[Any] = []
         while True:
-            self.skip()
-            if self.pos >= len(self.text):
+            self.skip(_SEPARATORS)
+            if self.pos >= self.end:
                 raise _Fail
-            c = self.text[self.pos]
-            if c == "]":
+            if self.text[self.pos] == "]":
                 self.pos += 1
                 self.depth -= 1
                 return result
-            if c == ",":
-                self.pos += 1
-                continue
-            result.append(self.value())
+            result.append(self.item())
 
     def string(self) -> str:
-        t, quote = self.text, self.text[self.pos]
-        stops = _STRING_STOPS[quote]
-        self.pos += 1
-        out: list[str] = []
+        """A quoted string: it ends at the first quote after an even run of backslashes (a
+        backslash escapes any character). Found with str.find, quote by quote: a regex loop
+        over the escapes would keep a backtracking frame for each one."""
+        t, quote, start = self.text, self.text[self.pos], self.pos
+        at = start + 1
         while True:
-            m = stops.search(t, self.pos)
-            if m is None:
+            close = t.find(quote, at, self.end)
+            if close < 0:
+                self.pos = self.end  # searched that far
                 raise _Fail  # unterminated
-            out.append(t[self.pos:m.start()])
-            self.pos = m.start()
-            if t[self.pos] == quote:
-                self.pos += 1
-                return _clean_surrogates("".join(out))
-            escaped = t[self.pos + 1:self.pos + 2]
-            if escaped == "u" and _HEX4.fullmatch(t, self.pos + 2, self.pos + 6):
-                out.append(chr(int(t[self.pos + 2:self.pos + 6], 16)))
-                self.pos += 6
-            else:
-                out.append(_ESCAPES.get(escaped, escaped))
-                self.pos += 2
+            before = close - 1
+            while t[before] == "\\":  # the opening quote ends the run
+                before -= 1
+            if (close - 1 - before) % 2 == 0:
+                break
+            at = close + 1
+        self.pos = close + 1
+        body = t[start + 1:close]
+        return clean_text(_ESCAPE.sub(_unescape, body) if "\\" in body else body)
 
 
-def _clean_surrogates(s: str) -> str:
-    """Join \\ud83d\\ude00 pairs and drop lone halves, which no UTF-8 log could store."""
-    if not _SURROGATE.search(s):
-        return s
-    return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+def _unescape(m: re.Match[str]) -> str:
+    if m.group(1) is not None:
+        return chr(int(m.group(1), 16))
+    return _ESCAPES.get(m.group(2), m.group(2))
 
 
 def _norm_key(key: str) -> str:
-    return re.sub(r"[\s\-]+", "_", key.strip().lower())
+    key = key.strip().lower()
+    return key if key.isidentifier() else re.sub(r"[\s\-]+", "_", key)
 
 
 def _normalised(obj: dict[str, Any]) -> dict[str, Any]:
@@ -241,20 +306,31 @@ def _nested(obj: Any, wanted: Callable[[dict[str, Any]], bool], depth: int = 0) 
     return None
 
 
-def _objects(text: str) -> Iterator[tuple[dict[str, Any], str]]:
-    """Each readable object with its source text; a failed `{` lets its inner objects be tried."""
+def _objects(text: str) -> Iterator[tuple[dict[str, Any], int, int]]:
+    """Each readable object with its span; a failed `{` lets its inner objects be tried, which
+    the shared memo answers without reading them again."""
+    memo: _Memo = {}
+    budget = READ_FACTOR * len(text)
     start = 0
     for _ in range(MAX_STARTS):
         i = text.find("{", start)
-        if i < 0:
+        if i < 0 or budget <= 0:
             return
-        reader = _Reader(text, i)
+        reader = _Reader(text, i, min(len(text), i + budget), memo)
+        obj: Optional[dict[str, Any]] = None
         try:
             obj = reader.object()
-        except (_Fail, RecursionError):
+        except (_TooDeep, RecursionError):
+            pass  # the same `{` read at a shallower depth may succeed
+        except _Fail:
+            memo.update(dict.fromkeys(reader.open))  # fail at any depth: the same text fails the same way
+        budget -= reader.pos - i - reader.skipped
+        if obj is None:
+            if reader.end < len(text) and reader.pos >= reader.end:
+                return  # out of budget: what is left is not read
             start = i + 1
             continue
-        yield obj, text[i:reader.pos]
+        yield obj, i, reader.pos
         start = reader.pos
 
 
@@ -266,29 +342,6 @@ def _strict_json_ok(source: str) -> bool:
     return True
 
 
-def _find_object(text: str, action_keys: Sequence[str], problems: list[str]) -> Optional[dict[str, Any]]:
-    def has_action(d: dict[str, Any]) -> bool:
-        return any(k in d for k in action_keys)
-
-    def has_any(d: dict[str, Any]) -> bool:
-        return not _DECISION_KEYS.isdisjoint(d)
-
-    loose: Optional[tuple[dict[str, Any], dict[str, Any], str]] = None
-    for obj, source in _objects(text):
-        found = _nested(obj, has_action)
-        if found is not None:
-            _note_repairs(obj, found, source, problems)
-            return found
-        if loose is None:
-            partial = _nested(obj, has_any)
-            if partial is not None:
-                loose = (obj, partial, source)
-    if loose is None:
-        return None
-    _note_repairs(*loose, problems)
-    return loose[1]
-
-
 def _note_repairs(obj: dict[str, Any], found: dict[str, Any], source: str, problems: list[str]) -> None:
     if not _strict_json_ok(source):
         problems.append("JSON repaired (quotes, commas, comments or constants)")
@@ -297,36 +350,73 @@ def _note_repairs(obj: dict[str, Any], found: dict[str, Any], source: str, probl
 
 
 _PATTERN_FIELD = re.compile(
-    r"""(?<![A-Za-z0-9_])["']?([A-Za-z_][A-Za-z_\-]{0,30})["']?\s*[:=]\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'"""
-    r"""|(?:[+-]?(?:\d+\.?\d*|\.\d+)%?|[A-Za-z]|STOP|stop|Stop|CONTINUE|continue|Continue|true|false|True"""
+    r"""(?<![A-Za-z0-9_])["']?(?P<key>[A-Za-z_][A-Za-z_\-]{0,30})["']?\s*[:=](?=(\s*))\2"""
+    r"""(?P<value>"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'"""
+    r"""|(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)%?|[A-Za-z]|STOP|stop|Stop|CONTINUE|continue|Continue|true|false|True"""
     r"""|False|yes|no|null|None)(?=\s*(?:[,}\n\r]|$)))""")
 
 
-def _pattern_fields(text: str) -> dict[str, Any]:
-    """`key: value` pairs of known fields read one by one, for JSON that never closes."""
-    fields: dict[str, Any] = {}
+def _pattern_fields(text: str) -> list[tuple[int, str, Any]]:
+    """`key: value` pairs of known fields, with their positions, for JSON that never closes."""
+    fields = []
     for m in _PATTERN_FIELD.finditer(text):
-        key = _norm_key(m.group(1))
-        if key not in _DECISION_KEYS or key in fields:
+        key = _norm_key(m.group("key"))
+        if key not in _DECISION_KEYS:
             continue
-        raw = m.group(2)
+        raw = m.group("value")
         try:
             value = _Reader(raw, 0).value() if raw[0] in "\"'+-.0123456789" or raw in _CONSTANTS else raw
         except _Fail:
             value = raw
-        fields[key] = value
+        fields.append((m.start(), key, value))
     return fields
 
 
-def _locate(text: str, action_keys: Sequence[str], problems: list[str]) -> Optional[dict[str, Any]]:
-    fields = _find_object(text, action_keys, problems)
-    if fields is not None and any(k in fields for k in action_keys):
-        return fields
-    pattern = _pattern_fields(text)
-    if any(k in pattern for k in action_keys):
-        problems.append("no complete JSON object with an answer; fields read by pattern")
-        return {**(fields or {}), **pattern}
-    return fields
+class _Located:
+    """Where a reply's decision was found: its fields, and every other statement of an answer
+    (another object with an action, a `key: value` line), which must agree with it."""
+
+    def __init__(self, fields: Optional[dict[str, Any]] = None, others: Sequence[dict[str, Any]] = ()) -> None:
+        self.fields, self.others = fields, list(others)
+
+
+def _locate(text: str, action_keys: Sequence[str], problems: list[str]) -> _Located:
+    def has_action(d: dict[str, Any]) -> bool:
+        return any(k in d for k in action_keys)
+
+    def has_any(d: dict[str, Any]) -> bool:
+        return not _DECISION_KEYS.isdisjoint(d)
+
+    answers: list[tuple[dict[str, Any], dict[str, Any], int, int]] = []
+    loose: Optional[tuple[dict[str, Any], dict[str, Any], int, int]] = None
+    starts, ends = [], []  # the objects read, in order and apart
+    for obj, start, end in _objects(text):
+        starts.append(start)
+        ends.append(end)
+        found = _nested(obj, has_action)
+        if found is not None:
+            answers.append((obj, found, start, end))
+        elif loose is None and not answers:
+            partial = _nested(obj, has_any)
+            if partial is not None:
+                loose = (obj, partial, start, end)
+    fields = _pattern_fields(text)
+    stated = [(at, {key: value}) for at, key, value in fields if key in action_keys]
+    if answers:
+        obj, found, start, end = answers[0]
+        _note_repairs(obj, found, text[start:end], problems)
+        outside = [said for at, said in stated  # inside an object, a `key: value` line is in one of its strings
+                   if (k := bisect.bisect_right(starts, at) - 1) < 0 or at >= ends[k]]
+        return _Located(found, [a[1] for a in answers[1:]] + outside)
+    if loose is not None:
+        _note_repairs(loose[0], loose[1], text[loose[2]:loose[3]], problems)
+    if not stated:
+        return _Located(loose[1] if loose else None)
+    problems.append("no complete JSON object with an answer; fields read by pattern")
+    pattern: dict[str, Any] = {}
+    for _, key, value in fields:
+        pattern.setdefault(key, value)
+    return _Located({**(loose[1] if loose else {}), **pattern}, [said for _, said in stated])
 
 
 def _first(fields: dict[str, Any], keys: Sequence[str]) -> tuple[Optional[str], Any]:
@@ -335,15 +425,21 @@ def _first(fields: dict[str, Any], keys: Sequence[str]) -> tuple[Optional[str], 
             return k, fields[k]
     return None, None
 
-
 # --- field readers --------------------------------------------------------------------------
 
 _MARKUP = " \t\r\n*_`\"'"
-_PREFIX = r"(?:(?:the\s+)?(?:view|image|option|perspective|direction|choice|candidate|picture|photo|index|path|route)" \
-          r"\s*[:#]?\s*)?"
+_VIEW_WORD = r"(?:the\s+)?(?:view|image|option|perspective|direction|choice|candidate|picture|photo|index|path|route)"
 _TAIL = r"\s*(?:[:.,;!)\-–—(].*)?"
-_LETTER = re.compile(rf"{_PREFIX}[(\[<]?\s*([A-Za-z])\s*[)\]>]?{_TAIL}", re.I | re.S)
-_NUMERIC = re.compile(rf"{_PREFIX}[(\[<#]?\s*([+-]?\d+)\s*[)\]>]?{_TAIL}", re.I | re.S)
+
+
+def _answer_pattern(opener: str, body: str) -> re.Pattern[str]:
+    """`view: (B)`, `(b)`, `B - the avenue`: whitespace runs are each read by one quantifier."""
+    return re.compile(rf"(?:{_VIEW_WORD}\s*(?:[:#]\s*)?(?:{opener}\s*)?|{opener}?\s*){body}(?:\s*[)\]>])?{_TAIL}",
+                      re.I | re.S)
+
+
+_LETTER = _answer_pattern(r"[(\[<]", r"([A-Za-z])")
+_NUMERIC = _answer_pattern(r"[(\[<#]", r"([+-]?\d+)")
 _STOP_TEXT = re.compile(rf"(?:stop(?:[\s_]+here)?|stopping|halt|terminate|arrived|-1){_TAIL}", re.I | re.S)
 _CONTINUE_TEXT = re.compile(rf"(?:continue|keep[\s_]+going|go[\s_]+on|move[\s_]+on|not[\s_]+here|0){_TAIL}",
                             re.I | re.S)
@@ -535,18 +631,22 @@ def _read_observations(fields: Optional[dict[str, Any]], n_views: int, problems:
 _VERBS = (r"choose|choosing|chose|chosen|select|selecting|selected|pick|picking|picked|go\s+with|going\s+with"
           r"|opt\s+for|answer\s+is|action\s+is|choice\s+is|decision\s+is|best\s+(?:option|choice|view)\s+is"
           r"|head(?:ing)?\s+(?:towards?|to|for)|take|taking|prefer")
-_PROSE_LETTER = re.compile(rf"\b(?i:{_VERBS})\b[\s:*\"'`]*(?:(?i:the\s+)?(?i:view|image|option|perspective|direction"
-                           rf"|path|candidate|route)\s*)?[(\[\"'*`]*([A-Z])(?![A-Za-z0-9])")
-_PROSE_STOP = re.compile(r"(?<![A-Za-z])STOP(?![A-Za-z])|\b(?i:i\s+(?:will|would|should|shall|must|decide\s+to)\s+stop"
-                         r"|stop\s+here|(?:have|has)\s+arrived|(?:decide|decided|choose|chose)\s+to\s+stop)\b")
-_PROSE_CONTINUE = re.compile(r"(?<![A-Za-z])CONTINUE(?![A-Za-z])"
+# (?=(X*))\1 reads a run once and never gives it back (an atomic group that Python 3.10 lacks).
+# A leading (?=[first letters]) lets the regex engine skip ahead to where a match can start.
+_PROSE_LETTER = re.compile(rf"(?=(?i:[cspgoadbht]))\b(?i:{_VERBS})\b(?=([\s:*\"'`]*))\1"
+                           rf"(?:(?i:the\s+)?(?i:view|image|option|perspective|direction|path|candidate|route)"
+                           rf"\s*[(\[\"'*`]*|[(\[][(\[\"'*`]*)?(?P<letter>[A-Z])(?![A-Za-z0-9])")
+_PROSE_STOP = re.compile(r"(?=(?i:[sihdc]))(?:(?<![A-Za-z])STOP(?![A-Za-z])"
+                         r"|\b(?i:i\s+(?:will|would|should|shall|must|decide\s+to)\s+stop"
+                         r"|stop\s+here|(?:have|has)\s+arrived|(?:decide|decided|choose|chose)\s+to\s+stop)\b)")
+_PROSE_CONTINUE = re.compile(r"(?=(?i:[ckwsmnh]))(?:(?<![A-Za-z])CONTINUE(?![A-Za-z])"
                              r"|\b(?i:keep\s+(?:going|walking|looking|searching|moving)"
                              r"|(?:will|should|must|need\s+to)\s+(?:continue|move\s+on|keep\s+going|look\s+elsewhere)"
-                             r"|not\s+(?:the|my)\s+destination|(?:have|has)\s+not\s+(?:yet\s+)?arrived)\b")
+                             r"|not\s+(?:the|my)\s+destination|(?:have|has)\s+not\s+(?:yet\s+)?arrived)\b)")
 _NEGATION = re.compile(r"(?i:\b(?:not|no|never|don't|do\s+not|won't|shouldn't|cannot|can't))\W*$")
 
 
-def _hits(pattern: re.Pattern[str], text: str, group: int = 0) -> set[str]:
+def _hits(pattern: re.Pattern[str], text: str, group: Optional[str] = None) -> set[str]:
     found = set()
     for m in pattern.finditer(text):
         if not _NEGATION.search(text[max(0, m.start() - 16):m.start()]):
@@ -563,7 +663,7 @@ def _prose_action(text: str, allow_stop: bool) -> tuple[Optional[Any], Optional[
     bare = _strip_markup(_unfenced(text))
     if len(bare) <= 40 and (_LETTER.fullmatch(bare) or _STOP_TEXT.fullmatch(bare)):
         return bare, None
-    answers = _hits(_PROSE_LETTER, text, group=1)
+    answers = _hits(_PROSE_LETTER, text, group="letter")
     if allow_stop and _hits(_PROSE_STOP, text):
         answers.add(STOP_WORD)
     if len(answers) == 1:
@@ -585,7 +685,8 @@ def _prose_stop(text: str) -> tuple[Optional[bool], Optional[str]]:
 
 # --- entry points ---------------------------------------------------------------------------
 
-def _as_text(reply: Any, problems: list[str]) -> str:
+def _as_text(reply: Any, problems: list[str]) -> tuple[str, bool]:
+    """The reply as valid text, and whether it was cut to MAX_CHARS."""
     if isinstance(reply, str):
         text = reply
     elif isinstance(reply, (bytes, bytearray)):
@@ -596,10 +697,11 @@ def _as_text(reply: Any, problems: list[str]) -> str:
     else:
         text = str(reply)
         problems.append(f"reply was a {type(reply).__name__}")
-    if len(text) > MAX_CHARS:
+    cut = len(text) > MAX_CHARS
+    if cut:
         problems.append(f"reply of {len(text)} characters cut to {MAX_CHARS}")
         text = text[:MAX_CHARS]
-    return text
+    return clean_text(text), cut
 
 
 def _failed(error: str, problems: list[str], thoughts: str = "",
@@ -607,34 +709,82 @@ def _failed(error: str, problems: list[str], thoughts: str = "",
     return ParsedDecision(None, 0.0, thoughts, observations or [], problems, error)
 
 
-def _guarded(parse: Callable[[], ParsedDecision]) -> ParsedDecision:
+def _parsed(reply: Any, parse: Callable[[str, list[str]], ParsedDecision]) -> ParsedDecision:
+    """`parse` of the reply as text, with problems so far; a parser bug costs one decision, never the episode."""
+    cut = False
     try:
-        return parse()
-    except Exception as exc:  # a parser bug must cost one decision, never the episode
-        return _failed(f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}", [])
+        problems: list[str] = []
+        text, cut = _as_text(reply, problems)
+        result = parse(text, problems) if text.strip() else _failed("empty reply", problems)
+    except Exception as exc:
+        result = _failed(f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}", [])
+    result.cut = cut
+    return result
 
 
 def _prose_thoughts(text: str) -> str:
     return text.strip()[:2000]
 
 
-def _parse_views(reply: Any, n_views: int, allow_stop: bool, directions: Sequence[str]) -> ParsedDecision:
-    problems: list[str] = []
-    text = _as_text(reply, problems)
-    if not text.strip():
-        return _failed("empty reply", problems)
-    keys = ACTION_KEYS + (STOP_KEYS if allow_stop else ())
-    fields = _locate(text, keys, problems)
-    key, value = _first(fields or {}, ACTION_KEYS)
-    answer: Optional[_Answer] = None
+_T = TypeVar("_T")
+
+
+def _short(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _agreed(located: _Located, read: Callable[[dict[str, Any]], Optional[_T]],
+            label: Callable[[_T, dict[str, Any]], str]) -> tuple[Optional[_T], Optional[str]]:
+    """The first answer the reply states, and an error when another statement of it differs."""
+    first: Optional[_T] = None
+    labels: dict[str, None] = {}
+    seen: set[tuple[str, type, Any]] = set()
+    for fields in [located.fields or {}, *located.others]:
+        if len(fields) == 1:  # a `key: value` line: many alike cost one reading
+            (key, value), = fields.items()
+            if isinstance(value, (str, int, float, type(None))):
+                if (key, type(value), value) in seen:
+                    continue
+                seen.add((key, type(value), value))
+        answer = read(fields)
+        if answer is None:
+            continue
+        if first is None:
+            first = answer
+        labels[label(answer, fields)] = None
+        if len(labels) > 1:
+            return first, f"the reply states different answers ({', '.join(labels)}); give one"
+    return first, None
+
+
+def _view_answer(fields: dict[str, Any], n_views: int, allow_stop: bool,
+                 directions: Sequence[str]) -> Optional[_Answer]:
+    key, value = _first(fields, ACTION_KEYS)
     if key is None and allow_stop:
-        stop_key, stop_value = _first(fields or {}, STOP_KEYS)
+        stop_key, stop_value = _first(fields, STOP_KEYS)
         if stop_key is not None:
             flag, _ = _read_stop_flag(stop_key, stop_value)
             if flag:
-                answer = _Answer(stop=True, problem=f"no action; {stop_key} {stop_value!r} read as STOP")
-    if answer is None and key is not None:
-        answer = _read_action(value, n_views, allow_stop, directions)
+                return _Answer(stop=True, problem=f"no action; {stop_key} {stop_value!r} read as STOP")
+    return None if key is None else _read_action(value, n_views, allow_stop, directions)
+
+
+def _view_label(answer: _Answer, fields: dict[str, Any]) -> str:
+    if answer.error is not None:
+        return _short(_first(fields, ACTION_KEYS)[1])
+    if answer.stop:
+        return STOP_WORD
+    return LETTERS[answer.index] if answer.index < 26 else f"#{answer.index + 1}"  # type: ignore[operator,index]
+
+
+def _parse_views(text: str, problems: list[str], n_views: int, allow_stop: bool,
+                 directions: Sequence[str]) -> ParsedDecision:
+    located = _locate(text, ACTION_KEYS + (STOP_KEYS if allow_stop else ()), problems)
+    fields = located.fields
+    answer, disagreement = _agreed(located, lambda f: _view_answer(f, n_views, allow_stop, directions), _view_label)
+    if disagreement is not None:
+        answer = _Answer(error=disagreement)
     if answer is None:
         prose, ambiguity = _prose_action(text, allow_stop)
         if prose is not None:
@@ -663,27 +813,39 @@ def _parse_views(reply: Any, n_views: int, allow_stop: bool, directions: Sequenc
 def parse_choice(reply: Any, n_views: int, directions: Sequence[str] = ()) -> ParsedDecision:
     """The choice prompt's reply: a view (never stop). `directions` are the views' relative
     labels in order, so an answer such as "FRONT_RIGHT" can be read."""
-    return _guarded(lambda: _parse_views(reply, n_views, False, directions))
+    return _parsed(reply, lambda text, problems: _parse_views(text, problems, n_views, False, directions))
 
 
 def parse_single(reply: Any, n_views: int, directions: Sequence[str] = ()) -> ParsedDecision:
     """The single prompt's reply: a view or STOP (action_index None)."""
-    return _guarded(lambda: _parse_views(reply, n_views, True, directions))
+    return _parsed(reply, lambda text, problems: _parse_views(text, problems, n_views, True, directions))
 
 
-def _parse_stop(reply: Any) -> ParsedDecision:
-    problems: list[str] = []
-    text = _as_text(reply, problems)
-    if not text.strip():
-        return _failed("empty reply", problems)
-    fields = _locate(text, STOP_KEYS + ACTION_KEYS, problems)
-    key, value = _first(fields or {}, STOP_KEYS)
+_StopAnswer = tuple[Optional[bool], Optional[str], str, Any]  # stop?, error, key, value
+
+
+def _stop_answer(fields: dict[str, Any]) -> Optional[_StopAnswer]:
+    key, value = _first(fields, STOP_KEYS)
     if key is None:
-        key, value = _first(fields or {}, ACTION_KEYS)
-    if key is not None:
-        stop, error = _read_stop_flag(key, value)
+        key, value = _first(fields, ACTION_KEYS)
+    return None if key is None else (*_read_stop_flag(key, value), key, value)
+
+
+def _stop_label(answer: _StopAnswer, fields: dict[str, Any]) -> str:
+    stop, _, _, value = answer
+    return _short(value) if stop is None else "STOP" if stop else "CONTINUE"
+
+
+def _parse_stop(text: str, problems: list[str]) -> ParsedDecision:
+    located = _locate(text, STOP_KEYS + ACTION_KEYS, problems)
+    fields = located.fields
+    found, disagreement = _agreed(located, _stop_answer, _stop_label)
+    if found is not None:
+        stop, error, key, value = found
         paper_form = key in ACTION_KEYS and type(value) is int  # the paper's own -1 / 0
-        if stop is not None and not isinstance(value, bool) and not paper_form:
+        if disagreement is not None:
+            stop, error = None, disagreement
+        elif stop is not None and not isinstance(value, bool) and not paper_form:
             problems.append(f"{key} {value!r} read as {'STOP' if stop else 'CONTINUE'}")
     else:
         stop, error = _prose_stop(text)
@@ -709,4 +871,4 @@ def _parse_stop(reply: Any) -> ParsedDecision:
 
 def parse_stop(reply: Any) -> ParsedDecision:
     """The stop prompt's reply: action_index None to stop here, 0 to go on to the choice prompt."""
-    return _guarded(lambda: _parse_stop(reply))
+    return _parsed(reply, _parse_stop)

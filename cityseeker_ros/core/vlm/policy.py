@@ -9,7 +9,6 @@ BackendError propagates and the benchmark ends that episode with end reason `err
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,34 +21,31 @@ from cityseeker_ros.core.episode import Episode, World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.geodesy import circular_difference
 from cityseeker_ros.core.policies.base import POLICIES, Decision, Policy, PromptContext
+from cityseeker_ros.core.redact import redact
 from cityseeker_ros.core.vlm.backend import BACKENDS, Backend, BackendError, GenerationRequest, make_backend
-from cityseeker_ros.core.vlm.parsing import parse_choice, parse_single, parse_stop
-from cityseeker_ros.core.vlm.prompts import (
-    PROMPT_VERSION,
-    choice_prompt,
-    prompt_hash,
-    single_prompt,
-    stop_prompt,
-)
+from cityseeker_ros.core.vlm.parsing import MAX_CHARS
+from cityseeker_ros.core.vlm.prompt_profiles import PromptProfile, get_profile, mirror
+from cityseeker_ros.core.vlm.prompts import prompt_hash
 from cityseeker_ros.core.vlm.schema import ParsedDecision
 
 MODES = ("two-call", "single-call")
-_SECRET = re.compile(r"key|token|secret|password", re.I)  # backend parameters never written to results
 FALLBACKS = ("first", "forward", "stop")
+STOP_VIEWS = ("panorama", "views")  # what the stop prompt shows: the node's panorama where one exists, or the views
 
-_Builder = Callable[[Observation, Optional[PromptContext], int], GenerationRequest]
+_Builder = Callable[[Observation, Optional[PromptContext], int, Optional[np.ndarray]], GenerationRequest]
 _Parser = Callable[[str, Observation], ParsedDecision]
 
 
-def _directions(obs: Observation) -> list[str]:
-    return [v.relative.value for v in obs.views]
+def _calls(profile: PromptProfile) -> dict[str, tuple[Optional[_Builder], Optional[_Parser]]]:
+    return {"stop": (profile.stop, profile.parse_stop), "choice": (profile.choice, profile.parse_choice),
+            "single": (profile.single, profile.parse_single)}
 
 
-_CALLS: dict[str, tuple[_Builder, _Parser]] = {
-    "stop": (stop_prompt, lambda text, obs: parse_stop(text)),
-    "choice": (choice_prompt, lambda text, obs: parse_choice(text, len(obs.views), _directions(obs))),
-    "single": (single_prompt, lambda text, obs: parse_single(text, len(obs.views), _directions(obs))),
-}
+def _swap_red_blue(request: GenerationRequest) -> GenerationRequest:
+    """The reference's colour order (it JPEG-encodes RGB arrays as BGR): only for reproducing it."""
+    messages = tuple(replace(m, content=tuple(np.ascontiguousarray(c[..., ::-1]) if isinstance(c, np.ndarray)
+                                              else c for c in m.content)) for m in request.messages)
+    return replace(request, messages=messages)
 
 
 @dataclass
@@ -65,8 +61,10 @@ class _Step:
     raw: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     retries: int = 0
+    cut_replies: int = 0  # replies longer than parsing.MAX_CHARS, of which only the head was read and kept
     fallback: bool = False
     parse_error: Optional[str] = None
+    stop_input: Optional[str] = None  # "panorama" or "views": what the stop prompt showed
     preprocess_s: float = 0.0
     generate_s: float = 0.0
     parse_s: float = 0.0
@@ -102,6 +100,13 @@ class VlmPolicy(Policy):
     "forward" the view closest to the direction of travel, "stop" stops. In two-call mode an
     unreadable stop reply falls back to continuing (the paper's action 0 of the stop prompt),
     or to stopping under "stop".
+
+    `prompt_profile` names the prompts ("improved", or "paper" for the paper's protocol: two
+    calls at every step, two-call mode only); `stop_view` "panorama" shows the stop prompt the
+    node's panorama where the view source has one, "views" the per-heading views. Switches for
+    reproducing the reference exactly, off by default: `json_schema` false sends no output
+    schema, `swap_red_blue` sends images with red and blue swapped, `swap_left_right` labels
+    clockwise views LEFT. docs/fidelity.md says what each changes.
     """
 
     uses_images = True
@@ -109,9 +114,21 @@ class VlmPolicy(Policy):
 
     def __init__(self, backend: Optional[str] = None, model: Optional[str] = None,
                  backend_params: Optional[dict[str, Any]] = None, mode: str = "two-call", max_new_tokens: int = 512,
-                 retries: int = 1, fallback: str = "first", *, backend_instance: Optional[Backend] = None) -> None:
+                 retries: int = 1, fallback: str = "first", prompt_profile: str = "improved",
+                 stop_view: str = "panorama", json_schema: bool = True, swap_red_blue: bool = False,
+                 swap_left_right: bool = False, *, backend_instance: Optional[Backend] = None) -> None:
         if mode not in MODES:
             raise ConfigError(f"vlm policy: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.profile = get_profile(prompt_profile)
+        if mode == "single-call" and self.profile.single is None:
+            raise ConfigError(f"vlm policy: prompt_profile {prompt_profile!r} has no single-call form; "
+                              "use mode two-call")
+        if stop_view not in STOP_VIEWS:
+            raise ConfigError(f"vlm policy: stop_view must be one of {', '.join(STOP_VIEWS)}, got {stop_view!r}")
+        for name, flag in (("json_schema", json_schema), ("swap_red_blue", swap_red_blue),
+                           ("swap_left_right", swap_left_right)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"vlm policy: {name} must be true or false, got {flag!r}")
         if fallback not in FALLBACKS:
             raise ConfigError(f"vlm policy: fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
         for name, value, least in (("retries", retries, 0), ("max_new_tokens", max_new_tokens, 1)):
@@ -137,9 +154,16 @@ class VlmPolicy(Policy):
         self.max_new_tokens = max_new_tokens
         self.retries = retries
         self.fallback = fallback
+        self.stop_view = stop_view
+        self.json_schema, self.swap_red_blue, self.swap_left_right = json_schema, swap_red_blue, swap_left_right
+        self._calls = _calls(self.profile)
         self._backend = backend_instance
         self._owns_backend = backend_instance is None
         self._records: list[dict[str, Any]] = []
+
+    @classmethod
+    def shows_panorama(cls, params: dict[str, Any]) -> bool:
+        return params.get("stop_view", "panorama") == "panorama"
 
     @property
     def backend(self) -> Backend:
@@ -172,7 +196,7 @@ class VlmPolicy(Policy):
         contexts = list(contexts) if contexts is not None else [None] * len(observations)
         if len(contexts) != len(observations):
             raise ValueError(f"{len(contexts)} contexts for {len(observations)} observations")
-        steps = [_Step(obs, self._context(obs, ctx)) for obs, ctx in zip(observations, contexts)]
+        steps = [_Step(self._shown(obs), self._context(obs, ctx)) for obs, ctx in zip(observations, contexts)]
         self._decide(steps)
         total = time.perf_counter() - started
         for step in steps:
@@ -192,7 +216,7 @@ class VlmPolicy(Policy):
             return super().decide_together(policies, observations, contexts)
         lead: VlmPolicy = policies[0]  # type: ignore[assignment]
         started = time.perf_counter()
-        steps = [_Step(obs, p._context(obs, ctx))  # type: ignore[union-attr]
+        steps = [_Step(p._shown(obs), p._context(obs, ctx))  # type: ignore[union-attr]
                  for p, obs, ctx in zip(policies, observations, contexts)]
         lead._decide(steps)
         total = time.perf_counter() - started
@@ -220,12 +244,34 @@ class VlmPolicy(Policy):
             self._ask("stop", asking)
             for step in asking:
                 self._after_stop_check(step)
-            self._ask("choice", [s for s in asking if s.action is None])
+            self._ask("choice", asking if self.profile.always_choose else [s for s in asking if s.action is None])
         else:
             self._ask("single", asking)
         for step in asking:
             if step.action is None:
                 step.action = self._action(step)
+
+    def _shown(self, obs: Observation) -> Observation:
+        """The observation as the prompts label it (mirrored under `swap_left_right`)."""
+        if not self.swap_left_right:
+            return obs
+        return replace(obs, views=tuple(replace(v, relative=mirror(v.relative)) for v in obs.views))
+
+    def _stop_panorama(self, step: _Step) -> Optional[np.ndarray]:
+        """The node's panorama for the stop prompt, or None (then it shows the views)."""
+        ref = step.obs.panorama if self.stop_view == "panorama" else None
+        image = ref.get() if ref is not None else None
+        step.stop_input = "views" if image is None else "panorama"
+        return image
+
+    def _build(self, kind: str, step: _Step, context: PromptContext) -> GenerationRequest:
+        build = self._calls[kind][0]
+        assert build is not None  # single-call without a single form is refused at construction
+        panorama = self._stop_panorama(step) if kind == "stop" else None
+        request = build(step.obs, context, self.max_new_tokens, panorama)
+        if not self.json_schema:
+            request = replace(request, json_schema=None)
+        return _swap_red_blue(request) if self.swap_red_blue else request
 
     def _context(self, obs: Observation, context: Optional[PromptContext]) -> PromptContext:
         context = context or PromptContext()
@@ -235,7 +281,8 @@ class VlmPolicy(Policy):
 
     def _ask(self, kind: str, steps: list[_Step]) -> None:
         """Ask `kind` for every step, re-asking the unreadable ones up to `retries` times."""
-        build, parse = _CALLS[kind]
+        parse = self._calls[kind][1]
+        assert parse is not None
         pending = steps
         for attempt in range(self.retries + 1):
             if not pending:
@@ -248,14 +295,14 @@ class VlmPolicy(Policy):
                     note = (f"your previous reply could not be used ({step.parse_error}); "
                             "reply with the JSON object only, exactly as specified")
                     context = replace(context, feedback="; ".join(n for n in (context.feedback, note) if n))
-                requests.append(build(step.obs, context, self.max_new_tokens))
+                requests.append(self._build(kind, step, context))
             generations = self.backend.generate(requests)
             if len(generations) != len(requests):
                 raise BackendError(f"backend returned {len(generations)} replies for {len(requests)} requests")
             unread = []
             for step, request, generation in zip(pending, requests, generations):
-                step.hashes.append(prompt_hash(request))
-                step.raw.append(generation.text)
+                step.hashes.append(prompt_hash(request, self.profile.version))
+                step.raw.append(generation.text[:MAX_CHARS])  # what was read; a runaway tail is not kept
                 step.preprocess_s += generation.latency.preprocess_s
                 step.generate_s += generation.latency.generate_s
                 step.prompt_tokens = _add(step.prompt_tokens, generation.prompt_tokens)
@@ -263,16 +310,18 @@ class VlmPolicy(Policy):
                 t = time.perf_counter()
                 parsed = parse(generation.text, step.obs)
                 step.parse_s += time.perf_counter() - t
+                step.cut_replies += parsed.cut
                 step.problems += [f"{kind}: {p}" for p in parsed.problems]
                 if parsed.ok:
                     if kind == "stop":
                         step.stop_check = parsed
-                    else:
+                    elif step.action is None:  # a step already stopped keeps the stop's decision
                         step.decision = parsed
                 else:
-                    step.parse_error = parsed.error
                     step.problems.append(f"{kind}: attempt {attempt + 1} unusable: {parsed.error}")
-                    unread.append(step)
+                    if kind == "stop" or step.action is None:  # a stopped step needs no choice
+                        step.parse_error = parsed.error
+                        unread.append(step)
             pending = unread
         for step in pending:
             step.fallback = True
@@ -305,11 +354,13 @@ class VlmPolicy(Policy):
         record: dict[str, Any] = {
             "step": step.obs.step,
             "mode": self.mode,
-            "prompt_version": PROMPT_VERSION,
+            "prompt_profile": self.profile.name,
+            "prompt_version": self.profile.version,
             "prompt_hash": step.hashes[0] if len(step.hashes) == 1 else list(step.hashes),
             "raw": list(step.raw),
             "decision": _decision_dict(step.decision, step.action),
             "retries": step.retries,
+            "cut_replies": step.cut_replies,
             "fallback": step.fallback,
             "parse_error": step.parse_error if step.fallback else None,
             "problems": list(step.problems),
@@ -319,6 +370,7 @@ class VlmPolicy(Policy):
         }
         if self.mode == "two-call" and step.hashes:
             check = step.stop_check
+            record["stop_input"] = step.stop_input
             record["stop_check"] = None if check is None else {
                 "stop": check.is_stop, "confidence": check.confidence, "thoughts": check.thoughts,
                 "observation": check.observations[0].description if check.observations else ""}
@@ -334,10 +386,13 @@ class VlmPolicy(Policy):
         if self._backend is not None:
             base = self._backend.describe()
         else:
-            params = {k: "***" if _SECRET.search(k) else v for k, v in self.backend_params.items()}
+            params = redact(self.backend_params)  # credentials are never written to results
             base = {"name": self.backend_name, **params, "loaded": False}
-        return {**base, "policy": "vlm", "prompt_version": PROMPT_VERSION, "mode": self.mode,
-                "retries": self.retries, "fallback": self.fallback, "max_new_tokens": self.max_new_tokens}
+        return {**base, "policy": "vlm", "prompt_profile": self.profile.name, "prompt_version": self.profile.version,
+                "prompt_template_hash": self.profile.template_hash, "mode": self.mode, "stop_view": self.stop_view,
+                "json_schema": self.json_schema, "swap_red_blue": self.swap_red_blue,
+                "swap_left_right": self.swap_left_right, "retries": self.retries, "fallback": self.fallback,
+                "max_new_tokens": self.max_new_tokens}
 
     def close(self) -> None:
         """Release a backend this policy made; an injected one belongs to the caller."""

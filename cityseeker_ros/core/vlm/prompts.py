@@ -1,10 +1,13 @@
-"""The paper's prompts (appendix C.2) for per-heading perspective views, versioned and hashed.
+"""The `improved` prompt profile: the paper's two prompts (appendix C.2) reworked, versioned and hashed.
 
 Three shapes: the stop prompt (is the place here?), the choice prompt (which view?), both as
 in the paper, and a single prompt that asks both at once to halve the calls per step. Each
 view is labelled with a letter, its direction relative to where the agent faces (RIGHT is
 clockwise, the reference code swaps them) and its absolute heading, and its image follows its
-label, so a model never has to count images to know which is which.
+label, so a model never has to count images to know which is which. The stop prompt shows the
+node's panorama when the policy passes one (the paper's panoramic view), else the views.
+The `paper` profile (prompt_profiles.py) keeps the paper's wording and message layout instead;
+docs/fidelity.md lists every difference.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from cityseeker_ros.core.vlm.schema import LETTERS, STOP_WORD, decision_schema, 
 # Bump the number after the slash whenever any prompt's wording, order of parts, image
 # placement or output schema changes: results made with different prompts must not be pooled.
 # prompt_hash() changes on its own for any edit; the version names the family in reports.
-PROMPT_VERSION = "cityseeker-c2/1"
+PROMPT_VERSION = "cityseeker-c2/2"
 
 SYSTEM = ("You are a helpful robot that walks through a city to help a person. The person states a need, "
           "not a place: work out what kind of place would satisfy it and look for one in the street views. "
@@ -52,7 +55,7 @@ def view_label(position: int, view: View) -> str:
     return f"View {view_letter(position)} ({view.relative.value}, {_heading(view.heading)}°)"
 
 
-def _image(view: View) -> np.ndarray:
+def view_image(view: View) -> np.ndarray:
     image = np.asarray(view.image)
     if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
         raise ValueError(f"view {view.index}: expected an RGB uint8 image (H, W, 3), got {image.dtype} {image.shape}")
@@ -81,7 +84,7 @@ def _views(obs: Observation) -> list[Content]:
         if view.image is None:
             items.append(f"{view_label(position, view)}: no image; judge it by its direction only.")
         else:
-            items += [f"{view_label(position, view)}:", _image(view)]
+            items += [f"{view_label(position, view)}:", view_image(view)]
     return items
 
 
@@ -96,16 +99,30 @@ def _join(items: list[Content]) -> tuple[Content, ...]:
     return tuple(out)
 
 
+def panorama_image(panorama: np.ndarray) -> np.ndarray:
+    image = np.asarray(panorama)
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"panorama: expected an RGB uint8 image (H, W, 3), got {image.dtype} {image.shape}")
+    return image
+
+
+def panorama_items(obs: Observation, panorama: np.ndarray) -> list[Content]:
+    image = panorama_image(panorama)
+    return [f"The panorama here shows the whole circle around you: its centre looks the way you face "
+            f"({_heading(obs.facing)}°), its left and right edges look behind you.", image]
+
+
 def _request(obs: Observation, context: Optional[PromptContext], slots: tuple[str, ...], task: list[str],
-             schema: dict, max_new_tokens: int) -> GenerationRequest:
+             schema: dict, max_new_tokens: int, scene: Optional[list[Content]] = None) -> GenerationRequest:
     context = context or PromptContext()
     tail = task + _slot("Note about your previous answer", context.feedback)
-    items: list[Content] = ["\n".join(_header(obs, context, slots)), *_views(obs), "\n".join(tail)]
+    items: list[Content] = ["\n".join(_header(obs, context, slots)), *(_views(obs) if scene is None else scene),
+                            "\n".join(tail)]
     messages = (Message("system", (SYSTEM,)), Message("user", _join(items)))
     return GenerationRequest(messages, max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
 
 
-def _check_views(obs: Observation) -> None:
+def check_views(obs: Observation) -> None:
     if not obs.views:
         raise ValueError("no walkable view to choose from")
     if len(obs.views) > len(LETTERS):
@@ -126,23 +143,26 @@ def _decision_format(n: int, allow_stop: bool) -> list[str]:
 
 
 def stop_prompt(obs: Observation, context: Optional[PromptContext] = None,
-                max_new_tokens: int = 512) -> GenerationRequest:
-    """The paper's stop prompt over the current views; only {backtrack_prompt} goes in, as there."""
-    if len(obs.views) > len(LETTERS):
+                max_new_tokens: int = 512, panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+    """The paper's stop prompt over the panorama (when given) or the current views; only
+    {backtrack_prompt} goes in, as there."""
+    if panorama is None and len(obs.views) > len(LETTERS):
         raise ValueError(f"{len(obs.views)} views; prompts label at most {len(LETTERS)}")
-    task = ["State whether the place that satisfies the request is right here, in these views. "
+    where = "in this panorama" if panorama is not None else "in these views"
+    task = [f"State whether the place that satisfies the request is right here, {where}. "
             "Answer stop true only if you have arrived; otherwise answer false and you will choose a direction next.",
             "Reply with this JSON object:",
             '{"observation": "<what you see here>", "thoughts": "<your reasoning>", "stop": true or false, '
             '"confidence": <number from 0 to 1>}',
             "Example reply:", _STOP_EXAMPLE]
-    return _request(obs, context, ("backtrack",), task, stop_schema(), max_new_tokens)
+    return _request(obs, context, ("backtrack",), task, stop_schema(), max_new_tokens,
+                    None if panorama is None else panorama_items(obs, panorama))
 
 
 def choice_prompt(obs: Observation, context: Optional[PromptContext] = None,
                   max_new_tokens: int = 512) -> GenerationRequest:
     """The paper's choice prompt: one letter among the walkable views, never stop."""
-    _check_views(obs)
+    check_views(obs)
     n = len(obs.views)
     task = ["Choose the view whose direction most likely leads to a place that satisfies the request. " + _PRIORITY,
             *_decision_format(n, allow_stop=False)]
@@ -153,7 +173,7 @@ def choice_prompt(obs: Observation, context: Optional[PromptContext] = None,
 def single_prompt(obs: Observation, context: Optional[PromptContext] = None,
                   max_new_tokens: int = 512) -> GenerationRequest:
     """Stop and choice in one call: the action is a letter, or STOP when the place is here."""
-    _check_views(obs)
+    check_views(obs)
     n = len(obs.views)
     task = [f'If the place that satisfies the request is right here, in these views, set "action" to "{STOP_WORD}". '
             "Otherwise choose the view whose direction most likely leads to such a place. " + _PRIORITY,
@@ -167,15 +187,15 @@ def _image_digest(image: np.ndarray) -> bytes:
     return hashlib.sha256(f"{array.dtype.str}{array.shape}".encode() + array.tobytes()).digest()
 
 
-def prompt_hash(request: GenerationRequest) -> str:
-    """16 hex digits naming the exact prompt (version, roles, text, pixels, schema), equal
-    across runs and machines, so decisions can be matched and cached by prompt."""
+def prompt_hash(request: GenerationRequest, version: str = PROMPT_VERSION) -> str:
+    """16 hex digits naming the exact prompt (profile version, roles, text, pixels, schema),
+    equal across runs and machines, so decisions can be matched and cached by prompt."""
     h = hashlib.sha256()
 
     def put(tag: bytes, data: bytes) -> None:
         h.update(tag + len(data).to_bytes(8, "little") + data)
 
-    put(b"v", PROMPT_VERSION.encode())
+    put(b"v", version.encode())
     for message in request.messages:
         put(b"r", message.role.encode())
         for item in message.content:

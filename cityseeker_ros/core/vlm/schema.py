@@ -55,6 +55,7 @@ class ParsedDecision:
     observations: list[ViewObservation] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what was repaired to read the reply
     error: Optional[str] = None  # why the reply is unusable; the policy retries or falls back
+    cut: bool = False  # the reply was longer than parsing.MAX_CHARS: only its head was read
 
     @property
     def ok(self) -> bool:

@@ -23,6 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.text import clean_text
 from cityseeker_ros.core.vlm.backend import (
     BACKENDS,
     Backend,
@@ -340,7 +341,8 @@ class TransformersBackend(Backend):
                                f"(lower max_batch_size or max_pixels): {oom}")
         prompt_len = inputs["input_ids"].shape[1]
         new = out[:, prompt_len:].tolist()
-        decoded = self._inputs.tokenizer.batch_decode(new, skip_special_tokens=True)
+        # Model text enters here: cleaned like every text from outside (core/text.py), whatever the tokenizer.
+        decoded = [clean_text(t) for t in self._inputs.tokenizer.batch_decode(new, skip_special_tokens=True)]
         t2 = time.perf_counter()
         latency = Latency(preprocess_s=t1 - t0, generate_s=t2 - t1)
         prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()

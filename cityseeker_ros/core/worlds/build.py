@@ -1,18 +1,30 @@
 """From an OSM extract to a world folder: fetch, build, generate tasks, write."""
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
+from cityseeker_ros.core.episode import PAPER_CATEGORIES
 from cityseeker_ros.core.errors import ConfigError, DataError
+from cityseeker_ros.core.graph import StreetGraph
 from cityseeker_ros.core.results import sha256_file
 from cityseeker_ros.core.worlds.folder import OSM_CREDIT, OSM_LICENSE, write_world
 from cityseeker_ros.core.worlds.osm import BBox, build_osm_world
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES, default_cache_dir, fetch_source
-from cityseeker_ros.core.worlds.tasks import TaskSettings, generate_tasks
+from cityseeker_ros.core.worlds.scene import Scene
+from cityseeker_ros.core.worlds.tasks import TaskSet, TaskSettings, generate_tasks, why_no_tasks
 
-BUILDER_VERSION = "1"  # bump when the same source would build a different world
+BUILDER_VERSION = "2"  # bump when the same source would build a different world
+# Thin-data floors: below them a world builds, but its views or tasks are too sparse to trust.
+MIN_BUILDINGS_PER_KM2 = 200.0
+MIN_POIS_PER_KM2 = 50.0
+MIN_TASKS_PER_CATEGORY = 10
+DENSITY_CELL_M = 100.0
+MAX_GUESSED_HEIGHTS = 0.8  # share of buildings whose height is guessed (no height or levels tag)
 
 
 def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox: Optional[BBox] = None,
@@ -35,17 +47,62 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
     if not pbf.is_file():
         raise DataError(pbf, "no such file")
     name = name or (source if source in PACKAGED_SOURCES else pbf.name.split(".")[0])
+    started = time.perf_counter()
     built = build_osm_world(pbf, name=name, bbox=bbox, spacing_m=spacing_m)
+    task_started = time.perf_counter()
     task_set = generate_tasks(name, built.graph, built.scene.pois, tasks)
+    task_seconds = time.perf_counter() - task_started
+    if not task_set.tasks:  # a world without tasks would "succeed" with 0 episodes; nothing is written
+        where = f" inside bbox {list(bbox)}" if bbox is not None else ""
+        raise DataError(pbf, f"no navigation task can be made{where}: "
+                             f"{why_no_tasks(built.graph, built.scene.pois, tasks)}")
     stats = {k: v for k, v in built.stats.items() if k != "seconds"}
+    density = data_density(built.graph, built.scene, task_set, built.stats["heights_guessed"])
     metadata = {
         "builder": {"name": "osm", "version": BUILDER_VERSION},
         "source": {"file": pbf.name, "sha256": sha256_file(pbf), **origin},
         "credit": OSM_CREDIT, "license": OSM_LICENSE,
         "params": {"bbox": list(bbox) if bbox else None, "spacing_m": spacing_m, "tasks": asdict(tasks)},
         "osm": stats,
+        "density": density,
+        "warnings": thin_data_warnings(density),
     }
     write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata)
     return {**metadata, "tasks": {"test": task_set.counts("test"), "dev": task_set.counts("dev"),
                                   "satisfying_pois": task_set.satisfying_pois},
-            "build_stats": {"seconds": built.stats.get("seconds")}}
+            "build_stats": {"seconds": round(time.perf_counter() - started, 3),  # OSM, tasks and writing
+                            "osm_seconds": built.stats.get("seconds"), "tasks_seconds": round(task_seconds, 3)}}
+
+
+def data_density(graph: StreetGraph, scene: Scene, task_set: TaskSet, heights_guessed: int) -> dict[str, Any]:
+    """How much the world's area holds: buildings and POIs per km² of street area (the
+    DENSITY_CELL_M squares holding a street node: a bounding box would count sea and parks),
+    tasks per category over both splits, and the share of guessed heights."""
+    latlon = graph.latlon(list(graph.nodes))
+    xy = scene.frame.to_xy(latlon[:, 0], latlon[:, 1])
+    cells = len({(int(c[0]), int(c[1])) for c in np.floor(np.atleast_2d(xy) / DENSITY_CELL_M)})
+    km2 = max(cells * DENSITY_CELL_M ** 2 / 1e6, 1e-6)
+    real = [b for b in scene.buildings if not b.synthetic]
+    return {"area_km2": round(km2, 4), "buildings_per_km2": round(len(real) / km2, 1),
+            "pois_per_km2": round(len(scene.pois) / km2, 1),
+            "tasks_per_category": {c: task_set.counts().get(c, 0) for c in PAPER_CATEGORIES},
+            "heights_guessed_share": round(heights_guessed / len(real), 3) if real else 0.0}
+
+
+def thin_data_warnings(density: dict[str, Any]) -> list[str]:
+    """One line per figure below its floor (MIN_* and MAX_GUESSED_HEIGHTS above)."""
+    out = []
+    if density["buildings_per_km2"] < MIN_BUILDINGS_PER_KM2:
+        out.append(f"thin data: {density['buildings_per_km2']:g} buildings per km² (floor {MIN_BUILDINGS_PER_KM2:g}); "
+                   "views will show open ground where there are buildings")
+    if density["pois_per_km2"] < MIN_POIS_PER_KM2:
+        out.append(f"thin data: {density['pois_per_km2']:g} POIs per km² (floor {MIN_POIS_PER_KM2:g}); "
+                   "few signs to read and few satisfying places")
+    thin = {c: n for c, n in density["tasks_per_category"].items() if n < MIN_TASKS_PER_CATEGORY}
+    if thin:
+        out.append(f"thin data: fewer than {MIN_TASKS_PER_CATEGORY} tasks in " +
+                   ", ".join(f"{c} ({n})" for c, n in thin.items()) + "; their scores will be noisy")
+    if density["heights_guessed_share"] > MAX_GUESSED_HEIGHTS:
+        out.append(f"thin data: {100 * density['heights_guessed_share']:.0f}% of building heights are guessed "
+                   f"(no height or building:levels tag; ceiling {100 * MAX_GUESSED_HEIGHTS:.0f}%)")
+    return out

@@ -10,7 +10,6 @@ The benchmark runs the test split; the dev split is for prompt and strategy tuni
 """
 from __future__ import annotations
 
-import json
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from cityseeker_ros import __version__
 from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
 from cityseeker_ros.core.errors import DataError
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.graph import Edge, Node, StreetGraph, same_edge
+from cityseeker_ros.core.jsonfile import read_json_file
 from cityseeker_ros.core.results import replace_folder, sha256_file
 from cityseeker_ros.core.worlds.scene import Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet
@@ -57,20 +57,14 @@ def write_world(out_dir: Path, *, name: str, graph: StreetGraph, scene: Scene, t
 
 def is_world_folder(folder: Path) -> bool:
     try:
-        meta = json.loads((Path(folder) / "world.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = read_json_file(Path(folder) / "world.json")
+    except DataError:
         return False
     return isinstance(meta, dict) and meta.get("format") == FORMAT
 
 
 def _read(folder: Path, name: str) -> Any:
-    path = folder / name
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, "missing (a world folder holds " + ", ".join(FILES) + ")") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(path, f"not readable JSON: {exc}") from None
+    return read_json_file(folder / name, missing="missing (a world folder holds " + ", ".join(FILES) + ")")
 
 
 def _field(doc: dict[str, Any], key: str, path: Path, kind: type | tuple[type, ...], record: str | None = None):
@@ -99,21 +93,33 @@ def load_graph(folder: Path) -> StreetGraph:
     path = Path(folder) / "graph.json"
     doc = _read(Path(folder), "graph.json")
     nodes, edges = [], []
+    node_record: dict[str, str] = {}
     for i, n in enumerate(_field(doc, "nodes", path, list)):
         rec = f"nodes[{i}]"
-        nodes.append(Node(_field(n, "id", path, str, rec), float(_field(n, "lat", path, (int, float), rec)),
-                          float(_field(n, "lon", path, (int, float), rec)),
-                          float(_field(n, "heading", path, (int, float), rec)),
-                          tuple(float(h) for h in _field(n, "walkable_headings", path, list, rec))))
-    ids = {n.id for n in nodes}
+        node = Node(_field(n, "id", path, str, rec), float(_field(n, "lat", path, (int, float), rec)),
+                    float(_field(n, "lon", path, (int, float), rec)),
+                    float(_field(n, "heading", path, (int, float), rec)),
+                    tuple(float(h) for h in _field(n, "walkable_headings", path, list, rec)))
+        if node.id in node_record:
+            raise DataError(path, f"node {node.id!r} again (also {node_record[node.id]})", record=rec, field="id")
+        node_record[node.id] = rec
+        nodes.append(node)
+    edge_record: dict[tuple[str, str], tuple[str, Edge]] = {}
     for i, e in enumerate(_field(doc, "edges", path, list)):
         rec = f"edges[{i}]"
         edge = Edge(_field(e, "source", path, str, rec), _field(e, "target", path, str, rec),
                     float(_field(e, "azimuth", path, (int, float), rec)),
                     float(_field(e, "length_m", path, (int, float), rec)))
         for key in ("source", "target"):
-            if getattr(edge, key) not in ids:
+            if getattr(edge, key) not in node_record:
                 raise DataError(path, f"node {getattr(edge, key)!r} is not in nodes", record=rec, field=key)
+        if (edge.source, edge.target) in edge_record:
+            other, first = edge_record[edge.source, edge.target]
+            field = "length_m" if same_edge(first.azimuth, 0.0, edge.azimuth, 0.0) else "azimuth"
+            what = f"repeats {other}" if same_edge(first.azimuth, first.length_m, edge.azimuth, edge.length_m) \
+                else f"contradicts {other} (azimuth {first.azimuth}, length_m {first.length_m})"
+            raise DataError(path, f"edge {edge.source} -> {edge.target} {what}", record=rec, field=field)
+        edge_record[edge.source, edge.target] = (rec, edge)
         edges.append(edge)
     return StreetGraph(nodes, edges, name=read_metadata(folder)["name"])
 
@@ -149,8 +155,13 @@ def load_world(folder: Path, problems: Problems | None = None, split: str = "tes
     path = folder / "tasks.json"
     doc = _read(folder, "tasks.json")
     episodes = []
+    id_record: dict[str, str] = {}
     for i, t in enumerate(_field(doc, "tasks", path, list)):
         rec = f"tasks[{i}]"
+        task_id = _field(t, "id", path, str, rec)
+        if task_id in id_record:
+            raise DataError(path, f"task id {task_id!r} again (also {id_record[task_id]})", record=rec, field="id")
+        id_record[task_id] = rec
         if _field(t, "split", path, str, rec) != split:
             continue
         code = _field(t, "category", path, str, rec)
@@ -167,6 +178,8 @@ def load_world(folder: Path, problems: Problems | None = None, split: str = "tes
             difficulty=_field(t, "difficulty", path, str, rec), instruction=_field(t, "instruction", path, str, rec),
             request=_field(t, "request", path, str, rec), start=t["start"], target=t["target"],
             reference_path=route, stage_goals=tuple(t.get("stage_goals", ()))))
+    if not episodes:
+        raise DataError(path, f"no tasks in the {split!r} split (of {len(id_record)} tasks)", field="tasks")
     targets = _field(doc, "category_targets", path, dict)
     for request, nodes in targets.items():
         missing = [n for n in nodes if n not in graph]

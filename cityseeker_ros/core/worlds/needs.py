@@ -11,9 +11,12 @@ person reading the sign could not reasonably accept.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+from cityseeker_ros.core.text import brand_key
 from cityseeker_ros.core.worlds.scene import Poi
 
 # Paper categories, keyed by the release's codes so generated worlds read like the release.
@@ -48,9 +51,17 @@ class Need:
     brands: tuple[str, ...] = ()  # exact OSM brand tags
 
     def satisfied_by(self, poi: Poi) -> bool:
-        kind = (poi.poi_class in self.classes or poi.brand in self.brands
+        kind = (poi.poi_class in self.classes
+                or bool(self.brands and poi.brand and same_brand_key(poi.brand) in map(same_brand_key, self.brands))
                 or bool(self.names and _name_matches(self.names, poi)))
         return kind and all(poi.tags.get(k) in values for k, values in self.attributes.items())
+
+
+@lru_cache(maxsize=65536)
+def same_brand_key(brand: str) -> str:
+    """Brand tags that name one chain compare equal: case, accents, spaces and punctuation are
+    ignored ("Uniwash" / "uniwash", "McDonald's" / "McDonalds")."""
+    return brand_key(brand) or brand.casefold()
 
 
 def _name_matches(pattern: str, poi: Poi) -> bool:
@@ -154,14 +165,26 @@ NEEDS: tuple[Need, ...] = (
 )
 
 
-def brand_needs(pois: Iterable[Poi], min_count: int = 1) -> list[Need]:
-    """Brand-Specific requests (Table 8, row 2) for the chains a world really has."""
-    counts: dict[str, int] = {}
+def brand_spellings(pois: Iterable[Poi]) -> dict[str, Counter]:
+    """The world's chains: same_brand_key -> how often each spelling of the brand tag occurs."""
+    chains: dict[str, Counter] = {}
     for p in pois:
         if p.brand:
-            counts[p.brand] = counts.get(p.brand, 0) + 1
-    return [Need(b, BRAND, f"Please find the nearest {b}.", brands=(b,))
-            for b in sorted(counts) if counts[b] >= min_count]
+            chains.setdefault(same_brand_key(p.brand), Counter())[p.brand] += 1
+    return chains
+
+
+def brand_name(spellings: Counter) -> str:
+    """A chain's name: its most frequent spelling; on a tie, the first in sorted order (capitals first)."""
+    return min(spellings, key=lambda b: (-spellings[b], b))
+
+
+def brand_needs(pois: Iterable[Poi], min_count: int = 1) -> list[Need]:
+    """Brand-Specific requests (Table 8, row 2) for the chains a world really has, one per chain
+    however its brand tags are spelt (each spelling satisfies it)."""
+    chains = [(brand_name(spellings), spellings) for spellings in brand_spellings(pois).values()]
+    return [Need(name, BRAND, f"Please find the nearest {name}.", brands=tuple(sorted(spellings)))
+            for name, spellings in sorted(chains) if sum(spellings.values()) >= min_count]
 
 
 def needs_for(pois: list[Poi]) -> list[Need]:

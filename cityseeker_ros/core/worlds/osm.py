@@ -12,8 +12,16 @@ or a pedestrian walks, with edges to the neighbouring panoramas. We rebuild that
 * Ways are split at shared OSM nodes, every piece is cut into equal hops of at most
   `spacing_m`, nodes closer than MERGE_M are merged, and the largest connected component is
   kept. Edges go both ways (pedestrians ignore oneway).
-* Buildings are extruded footprints; POIs sit on the nearest street-facing facade, or on a
-  small synthetic kiosk when OSM maps no building for them.
+* Buildings are extruded footprints from the ground up, so footprints that do not stand on the
+  ground (underground: a negative layer or location=underground; raised: min_height or
+  building:min_level above 0) are left out. A street mapped through a solid footprint (a
+  service road through a supermarket, an untagged arcade) would put panoramas inside walls,
+  where views render inside out: nodes inside a footprint or within WALL_CLEARANCE_M of its
+  wall are dropped, and so are hops that run more than PASS_THROUGH_M through one, before
+  the largest connected component is kept again.
+* POIs sit on the nearest street-facing facade, or on a small synthetic kiosk when OSM maps
+  no building for them; a kiosk never covers a street node (the POI gets a pole board instead
+  when no spot nearby is free).
 
 Everything is sorted by OSM id before ids are handed out, so one input gives one output.
 """
@@ -24,8 +32,8 @@ import re
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -41,6 +49,7 @@ from shapely.geometry.polygon import orient
 from cityseeker_ros.core.errors import ConfigError, DataError
 from cityseeker_ros.core.geodesy import WGS84, LocalFrame, normalize_heading
 from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.worlds.needs import brand_name, brand_spellings
 from cityseeker_ros.core.worlds.scene import XY, Building, Poi, Scene
 
 BBox = tuple[float, float, float, float]  # min_lon, min_lat, max_lon, max_lat
@@ -58,6 +67,8 @@ LEVEL_M = 3.2
 ROOF_M = 1.0
 KIOSK_WIDTH_M, KIOSK_DEPTH_M, KIOSK_HEIGHT_M = 6.0, 4.0, 4.0
 KIOSK_STREET_CLEARANCE_M = 4.0
+WALL_CLEARANCE_M = 0.5  # a street node nearer a footprint's wall than this (or inside it) is dropped
+PASS_THROUGH_M = 2.0  # a hop running longer than this inside a footprint is dropped
 
 STREET_HIGHWAYS = frozenset({
     "primary", "primary_link", "secondary", "secondary_link", "tertiary", "tertiary_link",
@@ -77,7 +88,7 @@ POI_ONLY = {
 # toilets and fountains stay: people do look for them).
 POI_DULL = {
     "amenity": frozenset({
-        "bench", "waste_basket", "waste_disposal", "parking", "parking_space", "parking_entrance",
+        "bench", "waste_basket", "waste_disposal", "parking_space", "parking_entrance",
         "bicycle_parking", "motorcycle_parking", "recycling", "post_box", "letter_box", "telephone", "clock",
         "grit_bin", "loading_dock", "hunting_stand", "shelter", "bbq", "lounger", "table", "dog_toilet",
         "feeding_place", "watering_place", "water_point", "trolley_bay", "smoking_area", "ticket_validator",
@@ -86,10 +97,20 @@ POI_DULL = {
     }),
     "tourism": frozenset({"information", "picnic_site", "camp_pitch"}),
     "leisure": frozenset({
-        "swimming_pool", "pitch", "track", "picnic_table", "outdoor_seating", "slipway", "firepit",
-        "bleachers", "fitness_station", "common",
+        "pitch", "track", "picnic_table", "outdoor_seating", "slipway", "firepit", "bleachers", "common",
     }),
     "shop": frozenset({"vacant", "disused"}),
+}
+# Classes that are places to go in some mappings only: a car park, not a strip of kerbside
+# spaces; a public pool or outdoor gym, not one in a private garden. The needs catalogue asks
+# for all three (worlds.needs), so they are kept whenever they are open to the public.
+PRIVATE = frozenset({"private", "no"})
+STREET_PARKING = frozenset({"street_side", "lane", "on_kerb", "half_on_kerb", "layby", "shoulder"})
+POI_ONLY_IF: dict[str, Callable[[dict[str, str]], bool]] = {
+    "amenity=parking": lambda t: t.get("parking") not in STREET_PARKING and t.get("access") not in PRIVATE,
+    "leisure=swimming_pool": lambda t: t.get("access") not in PRIVATE and bool(
+        t.get("name") or t.get("access") in ("yes", "public", "permissive", "customers")),
+    "leisure=fitness_station": lambda t: t.get("access") not in PRIVATE,
 }
 MEANINGLESS = frozenset({"yes", "no", ""})
 # Classes whose public signage is generic (a pictogram, a standard logo), so they read as
@@ -121,6 +142,7 @@ class _Extract:
     streets: list[tuple[int, WayNodes]] = field(default_factory=list)
     buildings: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]] = field(default_factory=list)
     pois: list[tuple[int, int, str, dict[str, str], float, float]] = field(default_factory=list)
+    not_solid: Counter = field(default_factory=Counter)  # "underground" / "raised" -> buildings left out
 
 
 def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacing_m: float = 20.0,
@@ -139,12 +161,16 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
     if graph is None:
         where = f"inside bbox {bbox}" if bbox is not None else "in the file"
         raise DataError(pbf, f"no walkable streets {where}")
-    frame = graph.frame
+    frame = graph.frame  # the scene's frame, kept when nodes are dropped below
+    latlon = graph.latlon(list(graph.nodes))
+    buildings, guessed = _buildings(extract.buildings, frame, cKDTree(frame.to_xy(latlon[:, 0], latlon[:, 1])))
+    graph, cleared = clear_of_buildings(graph, buildings, frame)
+    if graph is None:
+        raise DataError(pbf, "no walkable streets outside building footprints")
     node_ids = list(graph.nodes)
     latlon = graph.latlon(node_ids)
     node_xy = frame.to_xy(latlon[:, 0], latlon[:, 1])
     node_tree = cKDTree(node_xy)
-    buildings = _buildings(extract.buildings, frame, node_tree)
     pois, kiosks, dropped = _pois(extract.pois, frame, graph, node_ids, node_xy, node_tree, buildings, visibility_m)
     scene = Scene(frame.lat0, frame.lon0, buildings + kiosks, pois)
     lat, lon = latlon[:, 0], latlon[:, 1]
@@ -152,10 +178,14 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
         "nodes": len(graph.nodes),
         "edges": len(graph.edges),
         "buildings": {"real": len(buildings), "synthetic": len(kiosks)},
+        "buildings_not_solid": dict(sorted(extract.not_solid.items())),
+        "heights_guessed": guessed,
+        "streets_in_buildings": cleared,
         "pois": len(pois),
         "pois_dropped": dropped,
         "pois_by_class": _ranked(Counter(p.poi_class for p in pois)),
-        "brands": _ranked(Counter(p.brand for p in pois if p.brand)),
+        "brands": _ranked(Counter({brand_name(spellings): sum(spellings.values())
+                                   for spellings in brand_spellings(pois).values()})),
         "streets_ways": len(extract.streets),
         "bbox": list(bbox) if bbox is not None else [float(lon.min()), float(lat.min()), float(lon.max()),
                                                       float(lat.max())],
@@ -216,7 +246,10 @@ def poi_class(tags: dict[str, str]) -> Optional[str]:
             if key == "tourism" and value == "information" and tags.get("information") == "office":
                 return "tourism=information"
             continue
-        return f"{key}={value}"
+        cls = f"{key}={value}"
+        if cls in POI_ONLY_IF and not POI_ONLY_IF[cls](tags):
+            continue
+        return cls
     return None
 
 
@@ -243,7 +276,11 @@ def _read(pbf: Path, bbox: Optional[BBox]) -> _Extract:
                     if centre is not None and inside(centre[1], centre[0]):
                         out.pois.append((1, obj.id, "way", tags, centre[1], centre[0]))
             elif obj.is_area():
-                if tags.get("building", "no") == "no" or tags.get("location") == "underground":
+                if tags.get("building", "no") == "no":
+                    continue
+                kind = not_solid(tags)
+                if kind is not None:
+                    out.not_solid[kind] += 1
                     continue
                 rings = [[(n.lat, n.lon) for n in ring] for ring in obj.outer_rings()]
                 kind = "way" if obj.from_way() else "relation"
@@ -256,6 +293,25 @@ def _read(pbf: Path, bbox: Optional[BBox]) -> _Extract:
     if bbox is not None:
         out.buildings = [b for b in out.buildings if b[2] and b[2][0] and inside(*np.mean(b[2][0], axis=0))]
     return out
+
+
+def not_solid(tags: dict[str, str]) -> Optional[str]:
+    """"underground" or "raised" for a building that does not stand on the ground (the renderer
+    extrudes footprints from the ground up, so such a box would wall in the street under or over
+    it); None for a solid one."""
+    if tags.get("location") == "underground" or (_number(tags.get("layer")) or 0.0) < 0:
+        return "underground"
+    if (parse_height(tags.get("min_height")) or 0.0) > 0 or (_number(tags.get("building:min_level")) or 0.0) > 0:
+        return "raised"
+    return None
+
+
+def _number(value: Optional[str]) -> Optional[float]:
+    try:
+        number = float((value or "").strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _way_centre(lonlat: list[tuple[float, float]]) -> Optional[tuple[float, float]]:
@@ -461,16 +517,23 @@ def parse_height(value: Optional[str]) -> Optional[float]:
     return height if 0.5 <= height <= 1000.0 else None
 
 
+def _tagged_levels(tags: dict[str, str]) -> Optional[float]:
+    levels = _number(tags.get("building:levels"))
+    return levels if levels is not None and 0 < levels <= 300 else None
+
+
+def height_is_guessed(tags: dict[str, str]) -> bool:
+    """True when `building_height` guesses: neither a usable height nor levels are tagged."""
+    return parse_height(tags.get("height")) is None and _tagged_levels(tags) is None
+
+
 def building_height(building_id: str, tags: dict[str, str]) -> float:
     """Tagged height, else levels, else a stable per-building guess typical of the building type."""
     height = parse_height(tags.get("height"))
     if height is not None:
         return height
-    try:
-        levels = float(tags.get("building:levels", "").strip())
-    except ValueError:
-        levels = float("nan")
-    if math.isfinite(levels) and 0 < levels <= 300:
+    levels = _tagged_levels(tags)
+    if levels is not None:
         return levels * LEVEL_M + ROOF_M
     kind = tags.get("building", "yes")
     if kind in SMALL_BUILDINGS:
@@ -503,13 +566,15 @@ def _footprint(xy: np.ndarray) -> Optional[tuple[XY, ...]]:
 
 
 def _buildings(raw: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]], frame: LocalFrame,
-               node_tree: cKDTree) -> list[Building]:
-    out = []
+               node_tree: cKDTree) -> tuple[list[Building], int]:
+    """Buildings within reach of a street node, and how many of them have a guessed height."""
+    out: list[Building] = []
+    guessed = 0
     seen: set[tuple[XY, ...]] = set()  # a building mapped both as a way and as a multipolygon
     rings = [(f"{base_id}/{k}" if k else base_id, base_id, tags, ring) for base_id, tags, outer in raw
              for k, ring in enumerate(sorted((r for r in outer if len(r) >= 4), key=len, reverse=True))]
     if not rings:
-        return out
+        return out, guessed
     ll = np.concatenate([np.asarray(ring, dtype=float) for *_, ring in rings])
     xy = np.split(frame.to_xy(ll[:, 0], ll[:, 1]), np.cumsum([len(ring) for *_, ring in rings])[:-1])
     for (building_id, base_id, tags, _), ring_xy in zip(rings, xy):
@@ -521,8 +586,65 @@ def _buildings(raw: list[tuple[str, dict[str, str], list[list[tuple[float, float
         if not np.isfinite(dist).any():
             continue
         height = round(building_height(base_id, tags), 2)
+        guessed += height_is_guessed(tags)
         out.append(Building(building_id, footprint, height, max(1, round(height / LEVEL_M)), _style(building_id)))
-    return out
+    return out, guessed
+
+
+# --- streets clear of buildings ------------------------------------------------------------
+
+
+def clear_of_buildings(graph: StreetGraph, buildings: list[Building],
+                       frame: LocalFrame) -> tuple[Optional[StreetGraph], dict[str, int]]:
+    """The graph without nodes inside a footprint or within WALL_CLEARANCE_M of its wall, and
+    without hops running more than PASS_THROUGH_M through one, cut down to its largest connected
+    component again; and what was dropped. Nodes keep their ids; a node that lost a hop loses
+    that walkable heading."""
+    ids = list(graph.nodes)
+    stats = {"nodes_dropped": 0, "hops_dropped": 0, "nodes_cut_off": 0}
+    if not buildings or not ids:
+        return graph, stats
+    polygons = [Polygon(b.footprint) for b in buildings]
+    tree = shapely.STRtree(polygons)
+    latlon = graph.latlon(ids)
+    xy = frame.to_xy(latlon[:, 0], latlon[:, 1])
+    hit, _ = tree.query(shapely.points(xy), predicate="dwithin", distance=WALL_CLEARANCE_M)
+    walled = {ids[i] for i in hit.tolist()}
+    index = {nid: i for i, nid in enumerate(ids)}
+    edges = [e for e in graph.edges if e.source not in walled and e.target not in walled]
+    if edges:
+        segments = shapely.linestrings(np.stack([xy[[index[e.source] for e in edges]],
+                                                 xy[[index[e.target] for e in edges]]], axis=1))
+        pairs = tree.query(segments, predicate="intersects")
+        through = {int(k) for k, b in zip(*pairs) if segments[k].intersection(polygons[b]).length > PASS_THROUGH_M}
+        edges = [e for k, e in enumerate(edges) if k not in through]
+    stats["nodes_dropped"] = len(walled)
+    stats["hops_dropped"] = (len(graph.edges) - len(edges)) // 2  # hops go both ways
+    if len(edges) == len(graph.edges):
+        return graph, stats
+    if not edges:
+        return None, stats
+    pairs_arr = np.asarray([(index[e.source], index[e.target]) for e in edges], dtype=np.int64)
+    adjacency = coo_matrix((np.ones(len(pairs_arr)), (pairs_arr[:, 0], pairs_arr[:, 1])), shape=(len(ids), len(ids)))
+    _, labels = connected_components(adjacency, directed=False)
+    used = np.unique(pairs_arr)
+    sizes = Counter(labels[used].tolist())
+    best = min(sizes, key=lambda lab: (-sizes[lab], int(used[labels[used] == lab].min())))
+    keep = {ids[int(i)] for i in used[labels[used] == best]}
+    stats["nodes_cut_off"] = len(ids) - len(walled) - len(keep)
+    edges = [e for e in edges if e.source in keep]
+    out: dict[str, list[Edge]] = {nid: [] for nid in keep}
+    for e in edges:
+        out[e.source].append(e)
+    nodes = []
+    for nid in ids:
+        if nid not in keep:
+            continue
+        node = graph.nodes[nid]
+        if len(out[nid]) != len(graph.out_edges(nid)):
+            node = replace(node, walkable_headings=tuple(sorted(_round_heading(e.azimuth) for e in out[nid])))
+        nodes.append(node)
+    return StreetGraph(nodes, edges, name=graph.name), stats
 
 
 # --- points of interest --------------------------------------------------------------------
@@ -610,8 +732,8 @@ def _pois(raw: list[tuple[int, int, str, dict[str, str], float, float]], frame: 
         if placed is not None:
             anchor, normal_deg, building_id = placed
         else:
-            kiosk, anchor, normal_deg = _kiosk(poi_id, p, streets, street_tree, facades, kiosk_polygons)
-            building_id = kiosk.id
+            kiosk, anchor, normal_deg = _kiosk(poi_id, p, streets, street_tree, facades, kiosk_polygons, node_tree)
+            building_id = kiosk.id if kiosk is not None else None  # None: a board on a pole
         visible = node_tree.query_ball_point(anchor, visibility_m)
         if not visible:
             dropped += 1
@@ -678,8 +800,11 @@ def _building_id_of(facades: _Facades, segment: int) -> str:
 
 
 def _kiosk(poi_id: str, p: np.ndarray, streets: np.ndarray, street_tree: shapely.STRtree, facades: _Facades,
-           placed: list[Polygon]) -> tuple[Building, np.ndarray, float]:
-    """A small box whose front, centred near the POI and clear of the street, faces the nearest street."""
+           placed: list[Polygon], node_tree: cKDTree) -> tuple[Optional[Building], np.ndarray, float]:
+    """A small box whose front, centred near the POI and clear of the street, faces the nearest street.
+
+    A box never covers a street node (its panorama would be inside it): with no free spot it is
+    None, and the anchor is the front point, where the POI's board stands on a pole."""
     front = p.copy()
     facing = np.array([0.0, 1.0])
     for _ in range(3):
@@ -695,7 +820,7 @@ def _kiosk(poi_id: str, p: np.ndarray, streets: np.ndarray, street_tree: shapely
             break
         front = q - KIOSK_STREET_CLEARANCE_M * facing
     along = np.array([-facing[1], facing[0]])
-    chosen = None
+    chosen = fallback = None
     for shift in (0.0, KIOSK_WIDTH_M, -KIOSK_WIDTH_M, 2 * KIOSK_WIDTH_M, -2 * KIOSK_WIDTH_M):
         centre = front + shift * along
         box = _box(centre, facing, along)
@@ -703,11 +828,16 @@ def _kiosk(poi_id: str, p: np.ndarray, streets: np.ndarray, street_tree: shapely
         hits = facades.polygon_tree.query(poly, predicate="intersects")
         overlaps = any(facades.polygons[h].intersection(poly).area > 0.01 for h in hits.tolist())
         overlaps = overlaps or any(k.intersection(poly).area > 0.01 for k in placed if k.distance(poly) == 0)
-        if not overlaps:
-            chosen = (centre, box)
-            break
+        covers_node = any(poly.distance(shapely.Point(node_tree.data[i])) < WALL_CLEARANCE_M for i in
+                          node_tree.query_ball_point(centre - KIOSK_DEPTH_M / 2 * facing, KIOSK_WIDTH_M + 1.0))
+        if not covers_node and (not overlaps or fallback is None):
+            fallback = fallback or (centre, box)
+            if not overlaps:
+                chosen = (centre, box)
+                break
+    chosen = chosen or fallback
     if chosen is None:
-        chosen = (front, _box(front, facing, along))
+        return None, front + SIGN_OFFSET_M * facing, _azimuth(facing)
     centre, box = chosen
     footprint = tuple((round(float(x), 3), round(float(y), 3)) for x, y in box)
     kiosk_id = f"kiosk/{poi_id}"

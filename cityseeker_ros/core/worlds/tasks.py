@@ -90,17 +90,39 @@ def generate_tasks(name: str, graph: StreetGraph, pois: list[Poi], settings: Tas
     tasks: list[Task] = []
     targets: dict[str, list[str]] = {}
     satisfying: dict[str, int] = {}
+    hops_to: dict[str, dict[str, int]] = {}  # target -> starts within max_steps; shared by the needs
     for need in needs if needs is not None else needs_for(pois):
         chosen = [p for p in pois if need.satisfied_by(p) and p.visible_nodes]
         satisfying[need.request] = len(chosen)
         if not chosen:
             continue
-        found = _tasks_for(need, chosen, graph, actions, reverse, settings, rng)
+        found = _tasks_for(need, chosen, graph, actions, reverse, settings, rng, hops_to)
         if found:
             targets[need.request] = sorted({p.visible_nodes[0] for p in chosen})
             tasks.extend(found)
     tasks = _numbered(name, tasks)
     return TaskSet(settings, _split(tasks, settings, rng), targets, satisfying)
+
+
+def why_no_tasks(graph: StreetGraph, pois: list[Poi], settings: TaskSettings = TaskSettings(),
+                 needs: list[Need] | None = None) -> str:
+    """Why `generate_tasks` found no task, in terms a user can act on (a bigger area, other
+    step limits): no streets, no satisfying places, or routes too short."""
+    if not graph.edges:
+        return f"no streets: {len(graph)} street nodes and no walkable edge between them"
+    needs = needs if needs is not None else needs_for(pois)
+    targets = {p.visible_nodes[0] for need in needs for p in pois if need.satisfied_by(p) and p.visible_nodes}
+    if not targets:
+        seen = sum(1 for p in pois if p.visible_nodes)
+        return (f"no satisfying places: none of the {len(pois)} places ({seen} seen from a street node) "
+                f"meets any of the {len(needs)} needs")
+    reverse = _reverse_adjacency(graph, ActionModel(graph))
+    longest = max(max(_hops_to(t, reverse, settings.min_steps).values()) for t in targets)  # capped: enough to compare
+    if longest < settings.min_steps:
+        return (f"routes too short: each of the {len(graph)} nodes is at most {longest} step(s) from a "
+                f"satisfying place, and a task needs {settings.min_steps}..{settings.max_steps} steps")
+    return (f"no usable routes: every start {settings.min_steps}..{settings.max_steps} steps from one of the "
+            f"{len(targets)} satisfying places is as near another, or passes another in sight")
 
 
 def _reverse_adjacency(graph: StreetGraph, actions: ActionModel) -> dict[str, list[str]]:
@@ -111,21 +133,29 @@ def _reverse_adjacency(graph: StreetGraph, actions: ActionModel) -> dict[str, li
     return reverse
 
 
-def _hops_to(target: str, reverse: dict[str, list[str]]) -> dict[str, int]:
-    """Fewest actions from every node to `target`."""
+def _hops_to(target: str, reverse: dict[str, list[str]], limit: int | None = None) -> dict[str, int]:
+    """Fewest actions from every node to `target` (every node at most `limit` actions away)."""
     dist = {target: 0}
     queue = deque([target])
     while queue:
         v = queue.popleft()
+        d = dist[v] + 1
+        if limit is not None and d > limit:
+            continue
         for u in reverse.get(v, ()):
             if u not in dist:
-                dist[u] = dist[v] + 1
+                dist[u] = d
                 queue.append(u)
     return dist
 
 
 def _tasks_for(need: Need, chosen: list[Poi], graph: StreetGraph, actions: ActionModel,
-               reverse: dict[str, list[str]], settings: TaskSettings, rng: np.random.Generator) -> list[Task]:
+               reverse: dict[str, list[str]], settings: TaskSettings, rng: np.random.Generator,
+               hops_to: dict[str, dict[str, int]]) -> list[Task]:
+    """Tasks for one need. Only targets within max_steps of a start can make it a start (as its
+    nearest, or as the equally near rival that rules it out), so each target's search stops at
+    max_steps and a start ranks only the targets that reached it: the cost follows the budget's
+    reach, not the size of the graph."""
     poi_at: dict[str, str] = {}
     for p in sorted(chosen, key=lambda p: p.id):
         poi_at.setdefault(p.visible_nodes[0], p.id)
@@ -133,12 +163,17 @@ def _tasks_for(need: Need, chosen: list[Poi], graph: StreetGraph, actions: Actio
     for p in chosen:
         for n in p.visible_nodes:
             seen_from[n].add(p.id)
-    hops = {t: _hops_to(t, reverse) for t in sorted(poi_at)}
+    near: dict[str, list[tuple[int, str]]] = defaultdict(list)  # start -> (hops, target) within max_steps
+    for t in sorted(poi_at):
+        if t not in hops_to:
+            hops_to[t] = _hops_to(t, reverse, settings.max_steps)
+        for s, d in hops_to[t].items():
+            near[s].append((d, t))
 
     by_target: dict[str, list[str]] = defaultdict(list)
-    for s in sorted(graph.nodes):
-        ranked = sorted((d[s], t) for t, d in hops.items() if s in d)
-        if not ranked or not settings.min_steps <= ranked[0][0] <= settings.max_steps:
+    for s in sorted(near):
+        ranked = sorted(near[s])
+        if not settings.min_steps <= ranked[0][0] <= settings.max_steps:
             continue
         if len(ranked) > 1 and ranked[1][0] == ranked[0][0]:
             continue  # two equally near targets: "the nearest" would be ambiguous

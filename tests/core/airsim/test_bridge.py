@@ -5,6 +5,7 @@ for the fake to see a call rather than sleeping a fixed time."""
 from __future__ import annotations
 
 import math
+import random
 import socket
 import time
 
@@ -22,8 +23,8 @@ from cityseeker_ros.core.airsim.bridge import (
     status_level,
 )
 from cityseeker_ros.core.geodesy import destination
-from cityseeker_ros.core.safety import HOLD, Goal, SafetyConfig, SafetyGate, Velocity
-from tests.core.airsim.fake_flight import FlightFake
+from cityseeker_ros.core.safety import HOLD, EStop, Goal, LatchFile, SafetyConfig, SafetyGate, Velocity
+from tests.core.airsim.fake_flight import MOTION, FlightFake
 
 ANCHOR = Anchor(lat=43.7384, lon=7.4246, alt=40.0, yaw_offset_deg=30.0)
 FENCE = {"circle": {"center": [ANCHOR.lat, ANCHOR.lon], "radius_m": 200.0}}
@@ -54,7 +55,7 @@ def flight():
 
 
 def make_bridge(flight: FlightFake, client_name: str, motion: str = "fly", clock: Clock | None = None,
-                **safety) -> AirSimBridge:
+                estop=None, **safety) -> AirSimBridge:
     clock = clock or Clock()
     config = SafetyConfig.from_dict({"geofence": FENCE, "decision_timeout_s": 0.5, "heartbeat_timeout_s": 0.5,
                                      "max_speed_m_s": 4.0, **safety})
@@ -65,7 +66,7 @@ def make_bridge(flight: FlightFake, client_name: str, motion: str = "fly", clock
         links.append(link)
         return link
 
-    bridge = AirSimBridge(SafetyGate.from_config(config, clock), ANCHOR, factory, motion=motion,
+    bridge = AirSimBridge(SafetyGate.from_config(config, clock, estop), ANCHOR, factory, motion=motion,
                           motion_params={"max_speed_mps": 4.0} if motion == "fly" else {}, clock=clock)
     bridge.test_clock = clock
     return bridge
@@ -143,7 +144,8 @@ def test_heartbeat_loss_holds(bridge, flight):
     clock.t += 0.3
     status = bridge.step()
     assert status.code == "heartbeat_lost" and not status.moving
-    assert wait_for(lambda: len(flight.params("hover")) == 1)
+    assert flight.params("hover"), "the hold hovered before step() returned"
+    assert [m for m in flight.methods() if m in MOTION or m == "hover"][-1] == "hover"
 
 
 def test_goal_outside_the_fence_is_refused_without_any_call(bridge, flight):
@@ -169,6 +171,27 @@ def test_estop_latches_until_reset(bridge, flight):
     assert bridge.step().code == "hold_requested"  # the command sent while latched does not resume
     bridge.command(goal)
     assert bridge.step().moving
+
+
+def test_a_restarted_bridge_keeps_the_latch_and_hovers_until_reset(flight, client_name, tmp_path):
+    """The e-stop file of a bridge that died latched: the next one hovers once connected and flies
+    no goal (however often repeated) until the reset."""
+    EStop(LatchFile(tmp_path / "estop.json")).trigger("/estop", "before the restart")
+    bridge = make_bridge(flight, client_name, estop=EStop(LatchFile(tmp_path / "estop.json")))
+    try:
+        goal = inside(heading_deg=0.0)
+        for _ in range(5):
+            alive(bridge)
+            bridge.command(goal)
+            status = bridge.step()
+            assert status.estop and not status.moving and "before the restart" in status.reason
+        assert flight.methods().count("hover") == 1 and not {"moveToPosition", "armDisarm"} & set(flight.methods())
+        assert bridge.reset_estop().ok and not (tmp_path / "estop.json").exists()
+        bridge.command(goal)
+        assert bridge.step().moving
+        assert wait_for(lambda: flight.params("moveToPosition"))
+    finally:
+        bridge.close()
 
 
 def test_a_held_estop_refuses_the_reset(bridge):
@@ -275,3 +298,82 @@ def test_kinematics_updates_altitude_for_the_ceiling(bridge, flight):
     assert state.alt == pytest.approx(52.0) and bridge.altitude_m == pytest.approx(12.0)
     frame = bridge.grab("front", depth=True)
     assert frame.rgb.shape == (6, 8, 3) and frame.depth_m.shape == (6, 8)
+
+
+# -- no motion after a hold: random instants against AirSim's task semantics ----------------------
+
+TRIALS = 200
+TASK_S, LATENCY_S = 0.03, 0.010  # each motion task runs 30 ms unless cancelled; requests wait 0-10 ms
+
+
+def trip(bridge: AirSimBridge, kind: str) -> None:
+    if kind == "estop":
+        bridge.trip_estop("/estop", "trial")
+    else:  # the decision watchdog fires (0.5 s without a decision); the heartbeat stays fresh
+        bridge.test_clock.t += 0.6
+        alive(bridge)
+
+
+def sleep_until(t: float) -> None:
+    while time.monotonic() < t:
+        pass
+
+
+@pytest.mark.parametrize("kind", ["estop", "watchdog"])
+def test_no_motion_reaches_the_vehicle_after_a_hold(client_name, kind):
+    """A goal, then a hold at a random instant: 0-6 ms after the goal was submitted (the move may
+    still be on its way and overtake the first hover) or in the middle of the move with the turn
+    still to come. When step() returns the hold, the vehicle runs no task, the last call it took
+    was a hover, and it takes no motion call afterwards."""
+    flight = FlightFake(task_s=TASK_S, latency_s=LATENCY_S, seed=7)
+    bridge = make_bridge(flight, client_name)
+    rng = random.Random(11)
+    failures: list[str] = []
+    after_hover = after_report = moving_at_report = mid_move = overtaken = 0
+    hold_s: list[float] = []
+    overtaker_s = [0.0]  # how long an in-flight call that landed after the first hover ran
+    try:
+        for trial in range(TRIALS):
+            alive(bridge)
+            start = time.monotonic()
+            bridge.command(inside(metres=rng.uniform(20.0, 80.0), bearing=rng.uniform(0.0, 360.0),
+                                  heading_deg=rng.uniform(0.0, 360.0)))
+            assert bridge.step().moving
+            if trial % 2 == 0:
+                sleep_until(start + rng.uniform(0.0, 0.006))
+            else:  # mid-move: the turn is still pending
+                assert wait_for(lambda since=start: flight.timed("moveToPosition", after=since))
+                sleep_until(time.monotonic() + rng.uniform(0.0, 0.8 * TASK_S))
+                mid_move += 1
+            trip(bridge, kind)
+            held = time.monotonic()
+            status = bridge.step()
+            reported = time.monotonic()
+            hold_s.append(reported - held)
+            assert not status.moving and status.code == ("estop" if kind == "estop" else "no_decision")
+            assert wait_for(lambda: bridge.worker.idle, 5.0)  # the worker will send nothing more
+            calls = [(t, name) for t, name, _ in flight.timed(after=start) if name in MOTION or name == "hover"]
+            last_hover = max(i for i, (_, name) in enumerate(calls) if name == "hover")
+            first_hover = min(t for t, name in calls if name == "hover" and t > held)
+            late = [name for _, name in calls[last_hover + 1:]]
+            after_hover += len(late)
+            after_report += sum(1 for t, _ in calls if t > reported)
+            running = [task.method for task in flight.tasks if task.method != "hover"
+                       and task.start < reported and (task.end is None or task.end > reported)]
+            moving_at_report += len(running)
+            overtakers = [task for task in flight.tasks if task.start > first_hover and task.method in MOTION]
+            overtaken += bool(overtakers)
+            overtaker_s += [task.end - task.start for task in overtakers]
+            if late or running:
+                failures.append(f"trial {trial}: after the last hover {late}, running when held {running}")
+            if kind == "estop":
+                assert bridge.reset_estop().ok
+    finally:
+        bridge.close()
+        flight.close()
+    print(f"\n{kind}: {TRIALS} trials ({mid_move} mid-move), motion calls after the last hover: {after_hover}, "
+          f"after the hold was reported: {after_report}, tasks running when reported: {moving_at_report}; "
+          f"first hover overtaken by a call sent before the hold in {overtaken} trials (it ran "
+          f"{1000 * max(overtaker_s):.1f} ms at most, until a re-hover or its end); "
+          f"hold took p50 {1000 * sorted(hold_s)[len(hold_s) // 2]:.1f} ms, max {1000 * max(hold_s):.1f} ms")
+    assert (after_hover, after_report, moving_at_report) == (0, 0, 0), failures[:10]

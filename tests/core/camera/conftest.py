@@ -16,7 +16,7 @@ from cityseeker_ros.core.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.localisation import GraphLocaliser
 from cityseeker_ros.core.worlds.folder import write_world
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
-from cityseeker_ros.core.worlds.tasks import TaskSet, TaskSettings
+from cityseeker_ros.core.worlds.tasks import Task, TaskSet, TaskSettings
 
 SPACING_M = 20.0
 
@@ -50,8 +50,11 @@ def write_tiny_world(folder: Path) -> Path:
     pois = [poi("cafe", "Cafe Uno", "amenity=cafe", 40.0, 6.0, 180.0, "e0"),
             poi("pharmacy", "Farmacia", "amenity=pharmacy", 10.0, -6.0, 0.0, "s0")]
     scene = Scene(f.lat0, f.lon0, buildings, pois)
+    # One hand-made test task: a world folder without any is refused when loaded.
+    task = Task("tinyville-0000", "question1", "pharmacy", "Find a pharmacy.", "easy", "n3", "n1", "pharmacy",
+                ("n3", "n2", "n1"), 2 * SPACING_M, split="test")
     return write_world(folder, name="tinyville", graph=graph, scene=scene,
-                       tasks=TaskSet(TaskSettings(), [], {}), metadata={})
+                       tasks=TaskSet(TaskSettings(), [task], {"pharmacy": ["n1"]}), metadata={})
 
 
 @pytest.fixture(scope="session")

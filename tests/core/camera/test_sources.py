@@ -224,12 +224,16 @@ AIRSIM_CLIENT = next((n for n in ("cosysairsim", "airsim") if importlib.util.fin
 
 
 @pytest.mark.skipif(AIRSIM_CLIENT is None, reason="no AirSim client library installed")
-def test_airsim_yaws_in_place_at_the_vehicle_fix(tiny_world):
+def test_airsim_turns_the_camera_where_the_vehicle_is_and_never_moves_it(tiny_world):
+    """The vehicle stands 3 m north of n1 facing 110 degrees: the camera turns on its mount to each
+    walkable heading (relative to that body yaw), the fake sees no call that moves, poses or arms
+    the vehicle, and the camera ends back on its mount."""
     from cityseeker_ros.core.geodesy import destination
     from cityseeker_ros.core.localisation import GraphLocaliser
-    from tests.core.airsim.fake_airsim import FakeAirSim, camera_image, yaw_of
+    from tests.core.airsim.fake_airsim import MOUNT, FakeAirSim, camera_image, quat_yaw, vec, yaw_of
 
     fake = FakeAirSim()
+    fake.position, fake.orientation = vec(3.0, 20.0, -2.5), quat_yaw(math.radians(110.0))
     graph = tiny_world.graph
     anchor = {"lat": graph.nodes["n0"].lat, "lon": graph.nodes["n0"].lon, "alt": 0.0}
     source = make_frame_source("airsim", tiny_world, {"anchor": anchor, "port": fake.port, "client": AIRSIM_CLIENT,
@@ -237,14 +241,13 @@ def test_airsim_yaws_in_place_at_the_vehicle_fix(tiny_world):
     try:
         n1 = graph.nodes["n1"]
         lat, lon = destination(n1.lat, n1.lon, 0.0, 3.0)  # 3 m north of n1: the vehicle, not the node
-        views = source.views(GraphLocaliser(graph).update(lat, lon, 90.0, 1.0))
+        views = source.views(GraphLocaliser(graph).update(lat, lon, 110.0, 1.0))
     finally:
         source.close()
         fake.close()
     assert [v.heading for v in views] == [270.0, 90.0, 0.0]
     for view in views:
         assert np.array_equal(view.image, camera_image(math.radians(view.heading)))
-    poses = [p[0] for p in fake.params("simSetVehiclePose")]
-    assert [round(math.degrees(yaw_of(p["orientation"])) % 360) for p in poses] == [270, 90, 0]
-    # AirSim NED: x north. The vehicle stands 3 m north of n1, which is 20 m east of the anchor.
-    assert (poses[0]["position"]["x_val"], poses[0]["position"]["y_val"]) == pytest.approx((3.0, 20.0), abs=0.05)
+    assert fake.vehicle_calls() == [] and fake.position == vec(3.0, 20.0, -2.5)
+    assert [round(math.degrees(yaw_of(pose["orientation"]))) % 360 for _, pose in fake.shots] == [270, 90, 0]
+    assert fake.cameras["front"]["orientation"] == pytest.approx(MOUNT["orientation"])

@@ -96,6 +96,14 @@ def _broken(tmp_path, mutate):
     (lambda e, q: q[1]["stage1_route"].pop("to"), "question.json", 1, "stage1_route.to"),
     (lambda e, q: q[1]["stage2_route"]["route"][0].pop("longitude"), "question.json", 1,
      "stage2_route.route[0].longitude"),
+    # Ids that only differ before they are written as text, or cities that mix in one folder.
+    (lambda e, q: q[1].__setitem__("question_idx", "0"), "question.json", 1, "question_idx"),
+    (lambda e, q: q[1].update(question_idx="0", city="Tiny Town"), "question.json", 1, "question_idx"),
+    (lambda e, q: q[1].__setitem__("city", "othertown"), "question.json", 1, "city"),
+    # A second record of one directed edge that contradicts the first.
+    (lambda e, q: e.append(dict(e[2], edge_azimuth=e[2]["edge_azimuth"] + 5.0)), "connections.json", 8,
+     "edge_azimuth"),
+    (lambda e, q: e.append(dict(e[2], edge_distance=21.5)), "connections.json", 8, "edge_distance"),
 ])
 def test_malformed_records_name_file_record_and_field(tmp_path, mutate, file, record, field):
     folder = _broken(tmp_path, mutate)
@@ -185,3 +193,76 @@ def test_fuzzed_json_never_raises_anything_but_data_error(tmp_path):
             load_city(folder)
         except DataError as exc:
             assert str(exc).startswith(str(folder))
+
+
+@pytest.mark.parametrize("file", ["question.json", "connections.json"])
+def test_an_empty_file_is_an_error_not_a_city_without_episodes(tmp_path, file):
+    folder = write_city(tmp_path / "Empty_1", *tiny_layout())
+    (folder / file).write_text("[]")
+    with pytest.raises(DataError, match=rf"{file}: no (edges|episodes): the list is empty"):
+        load_city(folder)
+    (folder / file).write_text("")
+    with pytest.raises(DataError, match=rf"{file}: invalid JSON at line 1 column 1"):
+        load_city(folder)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 100_000, "nested too deeply"),
+    ('[{"a": ' * 50_000, "nested too deeply"),
+    ("[" + "7" * 10_000 + "]", "invalid JSON value"),
+    ('["\\ud800 lone surrogate"' + "]", "expected an object"),  # read, cleaned, then judged
+])
+@pytest.mark.parametrize("file", ["question.json", "connections.json", "world.json"])
+def test_unreadable_json_is_one_data_error_naming_the_file(tmp_path, file, text, message):
+    folder = write_city(tmp_path / "Deep_1", *tiny_layout())
+    (folder / file).write_text(text)
+    if file == "world.json" and message == "expected an object":
+        message = "expected a JSON object"
+    with pytest.raises(DataError, match=message) as info:
+        load_dataset(folder)
+    assert info.value.file == str(folder / file)
+
+
+def test_an_edge_given_twice_alike_is_kept_once_with_a_counted_warning(tmp_path, caplog):
+    edges, episodes = tiny_layout()
+    world = load_city(write_city(tmp_path / "Twice_1", edges + [dict(edges[2]), dict(edges[5])], episodes))
+    assert len(world.graph.edges) == 8
+    assert "2 edge records repeat an earlier edge exactly" in caplog.text
+
+
+def _city_with(folder, **city_of_record):
+    edges, episodes = tiny_layout()
+    for index, city in city_of_record.items():
+        episodes[int(index[1:])]["city"] = city
+    return write_city(folder, edges, episodes)
+
+
+def test_cities_that_collide_across_folders_are_errors_naming_the_folder_and_record(tmp_path):
+    _city_with(tmp_path / "a" / "TinyTown_1")
+    _city_with(tmp_path / "a" / "TinyTown_2", r0="Tiny Town", r1="TINYTOWN")  # one city, spelt apart
+    with pytest.raises(DataError, match=r"TinyTown_2: field 'city': city 'tinytown' is also the city of .*TinyTown_1"):
+        load_dataset(tmp_path / "a")
+    _city_with(tmp_path / "b" / "OtherTown_1", r0="othertown", r1="othertown")
+    _city_with(tmp_path / "b" / "TinyTown_2", r0="tinytown", r1="othertown")  # its record 1 is othertown-1
+    with pytest.raises(DataError, match=r"TinyTown_2/question.json: record 1: field 'city'"):
+        load_dataset(tmp_path / "b")
+
+
+def test_validate_reports_every_lost_record_by_file_record_and_field(tmp_path, capsys):
+    """Each of these loaded with 0 errors before, and the benchmark dropped or ran nothing."""
+    edges, episodes = tiny_layout()
+    episodes[1]["question_idx"] = "0"
+    write_city(tmp_path / "all" / "TinyTown_1", edges + [dict(edges[0], edge_distance=99.0)], episodes)
+    _city_with(tmp_path / "all" / "TinyTown_2")
+    write_city(tmp_path / "all" / "Empty_3", *tiny_layout())
+    (tmp_path / "all" / "Empty_3" / "question.json").write_text("[]")
+    write_city(tmp_path / "all" / "Deep_4", *tiny_layout())
+    (tmp_path / "all" / "Deep_4" / "connections.json").write_text("[" * 100_000)
+    assert main(["validate", str(tmp_path / "all")]) == 1
+    out = capsys.readouterr().out
+    assert "TinyTown_1/connections.json: record 8: field 'edge_distance'" in out
+    assert "TinyTown_1/question.json: record 1: field 'question_idx': episode id 'tinytown-0' again" in out
+    assert "TinyTown_2: field 'city'" in out
+    assert "Empty_3/question.json: no episodes: the list is empty" in out
+    assert "Deep_4/connections.json: JSON nested too deeply" in out
+    assert "Traceback" not in out

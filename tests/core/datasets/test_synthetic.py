@@ -298,15 +298,15 @@ def test_a_crash_while_writing_leaves_the_old_world_or_none(tmp_path, monkeypatc
     world = synthesize_world(tmp_path / "world", seed=1)
     before = file_bytes(world)
     calls = []
-    real_dump = json.dump
+    real_dumps = json.dumps
 
-    def failing_dump(obj, f, **kwargs):
+    def failing_dumps(obj, **kwargs):  # the second file of the folder fails to serialise and write
         calls.append(1)
         if len(calls) == 2:
             raise OSError("disk full")
-        real_dump(obj, f, **kwargs)
+        return real_dumps(obj, **kwargs)
 
-    monkeypatch.setattr(synthetic.json, "dump", failing_dump)
+    monkeypatch.setattr(synthetic.json, "dumps", failing_dumps)
     with pytest.raises(OSError):
         synthesize_world(world, seed=2)
     calls.clear()

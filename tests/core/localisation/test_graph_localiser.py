@@ -166,3 +166,116 @@ def test_update_on_hong_kong_is_well_under_a_millisecond(hk6_world):
     assert len(graph) > 3000 and len(fixes) > 200
     assert all(o.on_graph for o in out)
     assert per_update_ms < 1.0, f"{per_update_ms:.3f} ms per update"
+
+
+# -- short edges: hysteresis must never make a node unreachable --------------------------------------
+
+
+def short_graph(spacing_m: float):
+    from tests.core.worlds.conftest import line_graph
+
+    return line_graph(4, spacing_m)  # n00 - n01 - n02 - n03 east along the equator
+
+
+def test_a_node_nearer_than_the_hysteresis_is_reached_without_a_goal():
+    """3 m apart, 5 m hysteresis: standing on n01 must switch from n00 (the Monaco stall)."""
+    graph = short_graph(3.0)
+    loc = GraphLocaliser(graph)
+    a, b = graph.nodes["n00"], graph.nodes["n01"]
+    assert loc.update(a.lat, a.lon).node_id == "n00"
+    assert loc.margin_m("n00", "n01") == pytest.approx(1.5, abs=1e-3)  # capped at half the 3 m
+    nodes = [loc.update(b.lat, b.lon).node_id for _ in range(loc.confirm_fixes)]
+    assert nodes == ["n00"] * (loc.confirm_fixes - 1) + ["n01"]
+    # The cap still holds off flicker at the midpoint: +-0.7 m around it never switches back.
+    xs = [1.5 + (0.7 if i % 2 else -0.7) for i in range(200)]
+    steady = GraphLocaliser(graph, confirm_fixes=1)
+    assert switches([steady.update(0.0, x / M_PER_DEG).node_id for x in xs]) == 0
+
+
+def test_the_goal_takes_over_with_no_margin_and_then_holds():
+    graph = short_graph(0.05)  # nodes 5 cm apart: only the goal can tell them apart under GNSS noise
+    loc = GraphLocaliser(graph)
+    loc.expect("n00")
+    assert loc.update(0.0, 0.0).node_id == "n00"
+    rng = np.random.default_rng(1)
+    noisy = [ll(0.05 + rng.normal(0, 1.0), rng.normal(0, 1.0)) for _ in range(50)]
+    assert {loc.update(*f).node_id for f in noisy} == {"n00"}  # the goal, held against its twins
+    loc.expect("n01")
+    nodes = [loc.update(*f).node_id for f in noisy]
+    first = nodes.index("n01")
+    assert first < 10 and set(nodes[first:]) == {"n01"}
+    assert loc.margin_m("n01", "n02") == 5.0 and loc.margin_m("n02", "n01") == 0.0
+    assert loc.margin_m("n02", "n03") == pytest.approx(0.025, abs=1e-4)
+
+
+def test_goal_and_cap_settings_are_checked(graph):
+    with pytest.raises(ConfigError, match="hysteresis_fraction"):
+        GraphLocaliser(graph, hysteresis_fraction=1.0)
+    with pytest.raises(ConfigError, match="arrival_radius_m"):
+        GraphLocaliser(graph, arrival_radius_m=20.0)
+    with pytest.raises(ConfigError, match="not in the street graph"):
+        GraphLocaliser(graph).expect("nowhere")
+
+
+def offset(lat: float, lon: float, east_m: float, north_m: float) -> tuple[float, float]:
+    return lat + north_m / 110574.3, lon + east_m / (M_PER_DEG * math.cos(math.radians(lat)))
+
+
+def clearance_m(graph, node_id: str) -> float:
+    """Distance from a node to the nearest other node."""
+    n = graph.nodes[node_id]
+    return graph.nearest_nodes(n.lat, n.lon, 2)[1][1]
+
+
+def walk_short_edges(graph, goal: bool, seed: int = 0) -> tuple[int, list[str]]:
+    """Walk every directed edge shorter than the hysteresis from A to B: settle on A, cross in
+    10 steps, dwell on B. Without a goal the GNSS noise is uniform in a disc of
+    min(0.5 m, clearance / 8) (nodes closer than the noise cannot be told apart by position);
+    with the goal it is 1 m per axis, Gaussian. B must be current at the end and, once current,
+    never lost. Returns (edges walked, failures)."""
+    rng = np.random.default_rng(seed)
+    edges = [e for e in graph.edges if graph.distance_m(e.source, e.target) < 5.0]
+    failures = []
+    loc = GraphLocaliser(graph)  # one action model for all edges; reset per edge
+    for e in edges:
+        a, b = graph.nodes[e.source], graph.nodes[e.target]
+        radius = None if goal else min(0.5, clearance_m(graph, a.id) / 8, clearance_m(graph, b.id) / 8)
+
+        def noise(radius=radius) -> np.ndarray:
+            if radius is None:
+                return rng.normal(0, 1.0, 2)
+            r, t = radius * math.sqrt(rng.uniform()), rng.uniform(0, 2 * math.pi)
+            return np.array([r * math.cos(t), r * math.sin(t)])
+        loc.reset()
+        if goal:
+            loc.expect(a.id)
+        loc.update(a.lat, a.lon)
+        fixes = [offset(a.lat, a.lon, *noise()) for _ in range(5)]
+        if goal:
+            for f in fixes:
+                loc.update(*f)
+            loc.expect(b.id)
+            fixes = []
+        fixes += [offset(a.lat + t * (b.lat - a.lat), a.lon + t * (b.lon - a.lon), *noise())
+                  for t in np.linspace(0.1, 1.0, 10)]
+        fixes += [offset(b.lat, b.lon, *noise()) for _ in range(30)]
+        nodes = [loc.update(*f).node_id for f in fixes]
+        if b.id not in nodes or set(nodes[nodes.index(b.id):]) != {b.id}:
+            failures.append(f"{a.id}->{b.id} ({graph.distance_m(a.id, b.id):.2f} m): {nodes[-5:]}")
+    return len(edges), failures
+
+
+@pytest.mark.parametrize("goal", [False, True], ids=["position-only", "with-goal"])
+def test_every_short_edge_of_hong_kong_is_walked_to_its_end(hk6_world, goal):
+    walked, failures = walk_short_edges(hk6_world.graph, goal)
+    assert walked > 1000  # 1,348 directed edges under 5 m, 392 under 1 m
+    assert failures == [], f"{len(failures)} of {walked} short edges never reached B: {failures[:5]}"
+
+
+@pytest.mark.parametrize("goal", [False, True], ids=["position-only", "with-goal"])
+def test_every_short_edge_of_the_monaco_world_is_walked_to_its_end(monaco_dir, goal):
+    from cityseeker_ros.core.datasets import load_dataset
+
+    walked, failures = walk_short_edges(load_dataset(monaco_dir)[0].graph, goal)
+    assert walked > 150  # 194 directed edges under 5 m in the builder-2 world (3.0 m the shortest)
+    assert failures == [], f"{len(failures)} of {walked} short edges never reached B: {failures[:5]}"

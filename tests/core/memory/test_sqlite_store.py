@@ -345,3 +345,94 @@ def test_a_foreign_sqlite_database_or_missing_folder_is_a_config_error(tmp_path)
         SqliteMemoryStore(path)
     with pytest.raises(ConfigError, match="no-such-folder"):
         SqliteMemoryStore(tmp_path / "no-such-folder" / "m.sqlite")
+
+
+RACE_FILES, RACE_PROCESSES = 100, 4
+
+
+def _open_fresh_files_in_step(paths: list[str], barrier, results) -> None:
+    """Open each fresh file right behind a barrier shared by every racer, at a random instant
+    0-2 ms after it, write one round and report what went wrong (None: nothing)."""
+    import random
+
+    rng = random.Random(os.getpid())
+    failures = []
+    for path in paths:
+        barrier.wait(timeout=120)
+        time.sleep(rng.uniform(0.0, 0.002))
+        try:
+            store = SqliteMemoryStore(path)
+            mode = store._connection().execute("PRAGMA journal_mode").fetchone()[0]
+            play_round(store, MemoryKey("run", f"ep-{os.getpid()}", 0), 0)
+            store.close()
+            if mode != "wal":
+                failures.append(f"{path}: journal mode {mode}")
+        except Exception as exc:  # every kind counts as a failure of the race
+            failures.append(f"{path}: {exc!r}")
+    results.put(failures)
+
+
+def test_processes_creating_one_fresh_file_at_the_same_instant_all_open_it(tmp_path):
+    """4 spawned processes race on each of 100 fresh files: no open may fail."""
+    paths = [str(tmp_path / f"race-{i}.sqlite") for i in range(RACE_FILES)]
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(RACE_PROCESSES), ctx.Queue()
+    racers = [ctx.Process(target=_open_fresh_files_in_step, args=(paths, barrier, results))
+              for _ in range(RACE_PROCESSES)]
+    for p in racers:
+        p.start()
+    failures = [f for _ in racers for f in results.get(timeout=600)]
+    for p in racers:
+        p.join(timeout=60)
+    assert [p.exitcode for p in racers] == [0] * RACE_PROCESSES
+    assert failures == [], f"{len(failures)} failed opens in {RACE_FILES} trials: {failures[:3]}"
+    for path in paths:  # the schema was made once, whoever won
+        with sqlite3.connect(path) as raw:
+            assert raw.execute("SELECT name, value FROM meta").fetchall() == [("schema_version", "1")]
+            assert raw.execute("SELECT COUNT(*) FROM rounds").fetchone() == (RACE_PROCESSES,)
+        raw.close()
+
+
+def _open_and_report(path: str, barrier, results) -> None:
+    barrier.wait(timeout=120)
+    try:
+        SqliteMemoryStore(path).close()
+        results.put("opened")
+    except ConfigError as exc:
+        results.put(str(exc))
+
+
+def test_racing_opens_of_another_schema_version_all_name_the_version(tmp_path):
+    path = tmp_path / "old.sqlite"
+    SqliteMemoryStore(path).close()
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE meta SET value = '99' WHERE name = 'schema_version'")
+    raw.close()
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(RACE_PROCESSES), ctx.Queue()
+    racers = [ctx.Process(target=_open_and_report, args=(str(path), barrier, results)) for _ in range(RACE_PROCESSES)]
+    for p in racers:
+        p.start()
+    answers = [results.get(timeout=120) for _ in racers]
+    for p in racers:
+        p.join(timeout=60)
+    assert all("schema version 99" in a and "old.sqlite" in a for a in answers), answers
+
+
+def test_a_file_locked_past_the_bound_is_a_config_error_naming_it(tmp_path, monkeypatch):
+    import cityseeker_ros.core.memory.sqlite_store as sqlite_store
+
+    path = tmp_path / "held.sqlite"
+    SqliteMemoryStore(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process mid-write, for longer than the bound
+    monkeypatch.setattr(sqlite_store, "OPEN_TIMEOUT_S", 0.3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ConfigError, match=r"held\.sqlite.*locked by another process after 0.3 s"):
+            SqliteMemoryStore(path)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert 0.3 <= time.monotonic() - started < 5.0
+    SqliteMemoryStore(path).close()  # released: opens again

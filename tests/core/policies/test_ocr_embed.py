@@ -11,7 +11,7 @@ from cityseeker_ros.core.environment import Environment, Observation, View
 from cityseeker_ros.core.episode import Episode
 from cityseeker_ros.core.policies import lexicon, make_policy
 from cityseeker_ros.core.policies.ocr_embed import ExploredMap, OcrEmbedPolicy, SignReader
-from cityseeker_ros.core.render.palette import brand_key
+from cityseeker_ros.core.text import brand_key
 from cityseeker_ros.core.views import make_view_source
 
 pytest.importorskip("rapidocr")

@@ -264,3 +264,28 @@ def test_settings_are_part_of_meta(world):
     settings = RenderSettings(clutter=0.2, seed=7)
     meta = Renderer(*world, settings).perspective("a0", 0.0, width=64, height=48).meta
     assert meta["settings"] == dataclasses.asdict(settings)
+
+
+def test_a_camera_never_stands_inside_a_building():
+    """A world whose street runs through a footprint (as some OSM extracts have it, and world
+    folders built before the builder dropped such nodes): the node's camera stands just outside
+    the nearest wall, so every view shows the street and the sky, never walls from inside."""
+    scene, graph = street()
+    # A block across the street around a2 (y = 40), its south wall 6 m away, joined to the blocks
+    # on both sides, whose 2 m slits between them are no way out.
+    block = Building("arcade", _box(-6, 34, 6, 48), 10.0, 3, 4)
+    scene = dataclasses.replace(scene, buildings=scene.buildings + [block])
+    renderer = Renderer(scene, graph)
+    assert set(renderer.camera_moved) == {"a2"}
+    x, y = renderer.camera_moved["a2"]
+    assert abs(x) < 1e-6 and y == pytest.approx(34.0 - 0.5, abs=1e-6)  # out through the south wall, the nearest
+    for heading in (0.0, 90.0, 180.0, 270.0):
+        view = renderer.perspective("a2", heading)
+        assert view.meta["camera_moved_m"] == pytest.approx(6.5, abs=1e-6)
+        assert view.meta["camera_xy"] == (round(x, 3), round(y, 3))
+    south = renderer.perspective("a2", 180.0).image.astype(int)
+    inside_out = Renderer(*street()).perspective("a2", 180.0).image.astype(int)
+    assert np.abs(south - inside_out).mean() < 25  # down the open street, much as from the street itself
+    assert south[5, 320, 2] > south[5, 320, 0]  # the sky, not a wall's back face
+    assert "camera_moved_m" not in renderer.perspective("a1", 0.0).meta  # nodes in the open do not move
+    assert renderer.panorama("a2", width=256, height=128).meta["camera_moved_m"] == pytest.approx(6.5, abs=1e-6)

@@ -9,7 +9,6 @@ from cityseeker_ros.core.errors import ConfigError, DataError
 from cityseeker_ros.core.graph import Node, StreetGraph
 from cityseeker_ros.core.views import make_view_source
 from cityseeker_ros.core.views.panorama import (
-    PROVIDER_OFFSETS,
     PanoramaCutter,
     PanoramaFolderSource,
     cut_uncached,
@@ -185,18 +184,124 @@ def test_images_per_heading(world, folder):
         assert (view == src.cutter.cut(pano, heading - node.heading)).all()
     assert src.describe() == {"name": "panorama-folder", "synthetic": False, "folder": str(folder.resolve()),
                               "provider": "google", "offset_deg": 0.0, "fov_deg": 120.0, "width": 64,
-                              "height": 32, "interpolation": "bilinear"}
+                              "height": 32, "interpolation": "bilinear", "pano_width": 2048}
     src.close()
 
 
-def test_provider_offsets(world, folder):
-    assert PROVIDER_OFFSETS == {"google": 0.0, "baidu": -90.0}
+# --- provider geometry against an independent transcription of the reference ------------------
+# The reference (utils/panovis.py of the authors' code) turns the panorama by HEADING before
+# cutting, HEADING = car heading for Google and car heading - 90 for Baidu, then cuts a pinhole
+# view: intrinsics f = w / (2 tan(fov/2)), centre ((w-1)/2, (h-1)/2); rays turned about the
+# vertical axis by (walkable heading - HEADING); lon = atan2(x, z), lat = asin(y);
+# pano x = (lon / 2pi + 0.5)(W - 1). Written here from that description alone, nearest sample.
+
+def reference_cut(pano: np.ndarray, car_heading: float, heading: float, provider: str,
+                  fov_deg: float = 120.0, width: int = 1024, height: int = 512) -> np.ndarray:
+    turned = car_heading if provider == "google" else car_heading - 90.0
+    f = 0.5 * width / math.tan(math.radians(fov_deg) / 2.0)
+    u, v = np.meshgrid(np.arange(width, dtype=np.float64), np.arange(height, dtype=np.float64))
+    rays = np.stack([(u - (width - 1) / 2.0) / f, (v - (height - 1) / 2.0) / f, np.ones_like(u)], axis=-1)
+    a = math.radians(heading - turned)
+    turn = np.array([[math.cos(a), 0.0, math.sin(a)], [0.0, 1.0, 0.0], [-math.sin(a), 0.0, math.cos(a)]])
+    rays = rays @ turn.T
+    rays /= np.linalg.norm(rays, axis=-1, keepdims=True)
+    lon, lat = np.arctan2(rays[..., 0], rays[..., 2]), np.arcsin(rays[..., 1])
+    pano_h, pano_w = pano.shape[:2]
+    x = np.rint((lon / (2 * math.pi) + 0.5) * (pano_w - 1)).astype(int) % pano_w
+    y = np.clip(np.rint((lat / math.pi + 0.5) * (pano_h - 1)).astype(int), 0, pano_h - 1)
+    return pano[y, x]
+
+
+def marker_pano(car_heading: float, azimuth: float, provider: str, width: int = 2048) -> np.ndarray:
+    """Black panorama with a white meridian at absolute `azimuth`, laid out as the provider's
+    files are: the centre column looks along the car heading (Google) or 90 degrees left of it
+    (Baidu)."""
+    centre = car_heading if provider == "google" else car_heading - 90.0
+    lon = (azimuth - centre + 180.0) % 360.0 - 180.0
+    pano = np.zeros((width // 2, width, 3), np.uint8)
+    centre_col = int(round((lon / 360.0 + 0.5) * width))
+    pano[:, [(centre_col + d) % width for d in (-1, 0, 1)]] = 255  # 3 columns: the seam has 2 names
+    return pano
+
+
+def marker_angle(view: np.ndarray, fov_deg: float = 120.0) -> float:
+    """Angle (degrees, right positive) from the view axis to the marker on the horizon row."""
+    row = view[view.shape[0] // 2, :, 0].astype(np.float64)
+    assert row.max() > 0, "marker not in view"
+    width = view.shape[1]
+    col = float((row * np.arange(width)).sum() / row.sum())
+    f = 0.5 * width / math.tan(math.radians(fov_deg) / 2.0)
+    return math.degrees(math.atan((col - (width - 1) / 2.0) / f))
+
+
+HEADINGS = [0.0, 37.5, 90.0, 135.0, 181.2, 225.0, 270.0, 300.7, 359.0]
+
+
+@pytest.mark.parametrize("provider", ["google", "baidu"])
+@pytest.mark.parametrize("car_heading", [0.0, 123.4, 271.9])
+def test_provider_views_match_reference_geometry(tmp_path, provider, car_heading):
+    """A marker at a known azimuth lands in the same column of our view and the reference's,
+    and at (azimuth - walkable heading) from the view axis, for headings around the circle."""
+    node = Node("00000001", 22.3, 114.1, car_heading, tuple(HEADINGS))
+    world = World("tinytown", StreetGraph([node], []), episodes=[], category_targets={})
+    checked = 0
+    for heading in HEADINGS:
+        for off in (-40.0, 0.0, 25.0):
+            folder = tmp_path / f"{provider}_{heading}_{off}"
+            folder.mkdir()
+            Image.fromarray(marker_pano(car_heading, heading + off, provider)).save(folder / "00000001.png",
+                                                                                   compress_level=0)
+            src = PanoramaFolderSource(world, str(folder), provider=provider, cache_size=0, width=512, height=64)
+            ours = marker_angle(src.images(node, [heading])[0])
+            theirs = marker_angle(reference_cut(load_panorama(folder / "00000001.png"), car_heading, heading,
+                                                provider, width=512, height=64))
+            assert abs(ours - theirs) < 0.5, (heading, off, ours, theirs)
+            assert abs(ours - off) < 0.5, (heading, off, ours)
+            checked += 1
+    assert checked == 3 * len(HEADINGS)
+
+
+def pano_marker_column(pano: np.ndarray) -> float:
+    row = pano[pano.shape[0] // 2, :, 0].astype(np.float64)
+    assert row.max() > 0, "marker not in panorama"
+    return float((row * np.arange(pano.shape[1])).sum() / row.sum())
+
+
+@pytest.mark.parametrize("provider", ["google", "baidu"])
+def test_stop_panorama_is_downscaled_and_centred_on_facing(tmp_path, provider):
+    """The stop prompt's panorama: pano_width x pano_width/2, its centre column looking along
+    the facing, for facings around the circle (marker at the facing's azimuth)."""
+    car = 123.4
+    node = Node("00000001", 22.3, 114.1, car, (0.0,))
+    world = World("tinytown", StreetGraph([node], []), episodes=[], category_targets={})
+    for facing in (0.0, 45.0, 90.0, 135.0, 180.0, 225.0, 270.0, 315.0, 359.0):
+        folder = tmp_path / f"{provider}_{facing}"
+        folder.mkdir()
+        Image.fromarray(marker_pano(car, facing, provider)).save(folder / "00000001.png", compress_level=0)
+        src = PanoramaFolderSource(world, str(folder), provider=provider, pano_width=512, cache_size=0)
+        pano = src.panorama_view(node, facing)
+        assert pano.shape == (256, 512, 3) and pano.dtype == np.uint8
+        # the centre column (256) looks along the facing; 1 column = 0.7 degrees
+        assert abs(pano_marker_column(pano) - 256) <= 1.0, (facing, pano_marker_column(pano))
+        behind = src.panorama_view(node, facing + 180.0)  # then the marker sits at the seam
+        lit = np.flatnonzero(behind[128, :, 0])
+        assert len(lit) and all(min(c, 511 - c) <= 2 for c in lit), lit
+        full = PanoramaFolderSource(world, str(folder), provider=provider, pano_width=0).panorama_view(node, facing)
+        assert full.shape == (1024, 2048, 3) and abs(pano_marker_column(full) - 1024) <= 1.0
+
+
+def test_pano_width_must_be_even_and_whole(world, folder):
+    for bad in (-2, 3, 10.5, True):
+        with pytest.raises(ConfigError, match="pano_width must be an even whole number"):
+            PanoramaFolderSource(world, str(folder), pano_width=bad)
+
+
+def test_provider_names_and_custom_offset(world, folder):
     node = world.graph.nodes["00000003"]
     pano = load_panorama(folder / "00000003.jpg")
     cutter = PanoramaCutter(width=48, height=24)
     baidu = PanoramaFolderSource(world, str(folder), provider="Baidu", width=48, height=24)
-    assert baidu.offset_deg == -90.0 and baidu.describe()["provider"] == "baidu"
-    assert (baidu.images(node, [node.heading])[0] == cutter.cut(pano, -90.0)).all()
+    assert baidu.describe()["provider"] == "baidu" and baidu.describe()["offset_deg"] == baidu.offset_deg
     custom = PanoramaFolderSource(world, str(folder), provider="baidu", offset_deg=12.5, width=48, height=24)
     assert (custom.images(node, [node.heading + 10.0])[0] == cutter.cut(pano, 22.5)).all()
 

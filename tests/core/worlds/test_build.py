@@ -128,3 +128,59 @@ def test_cli_builds_renders_and_reports(monaco_dir, tmp_path, capsys):
     html = (out / "report.html").read_text()
     assert "What the agent saw" in html and html.count("data:image/jpeg;base64,") >= 4
     assert json.loads((out / "config.json").read_text())["views"] == "rendered"
+
+
+def _town(tmp_path):
+    from tests.core.worlds.test_osm import town_xml
+
+    path = tmp_path / "town.osm"
+    path.write_text(town_xml(), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("source, bbox, reason", [
+    ("monaco", "7.42435,43.73815,7.42485,43.73865", "routes too short: each of the 5 nodes is at most 2 step"),
+    ("{town}", "-0.0003,-0.0003,0.0003,0.0003", "no satisfying places: none of the 0 places"),
+])
+def test_a_world_without_tasks_is_an_error_that_says_why_and_writes_nothing(tmp_path, capsys, monaco_pbf,
+                                                                           source, bbox, reason):
+    """Before, these wrote a world of 0 tasks and exited 0; a benchmark on it ran 0 episodes."""
+    town = _town(tmp_path)
+    out = tmp_path / "worlds" / "w"
+    args = ["world", "build", source.format(town=town), f"--bbox={bbox}", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cityseeker: error:") and len(err.strip().splitlines()) == 1
+    assert "no navigation task can be made inside bbox" in err and reason in err, err
+    assert not (tmp_path / "worlds").exists()  # no folder, no temporary sibling
+    assert main(["world", "build", str(town), "--out", str(out)]) == 0  # the whole town has tasks
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert main(args) == 2  # a failed rebuild leaves the earlier world as it was
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in out.parent.iterdir()) == ["w"]
+
+
+def test_thin_data_is_printed_and_recorded_and_the_time_includes_the_tasks(tmp_path, capsys):
+    """The hand-made town has two buildings and two POIs along ~0.07 km² of streets, all heights
+    tagged: the build warns about buildings, POIs and tasks, not heights, in world.json and on
+    the terminal."""
+    out = tmp_path / "w"
+    assert main(["world", "build", str(_town(tmp_path)), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    meta = read_metadata(out)
+    density = meta["density"]
+    assert 0.06 <= density["area_km2"] <= 0.08  # 100 m squares on the two 220 m streets
+    assert density["pois_per_km2"] == pytest.approx(2 / density["area_km2"], rel=0.01)
+    assert density["heights_guessed_share"] == 0.0 and set(density["tasks_per_category"]) == set(PAPER_CATEGORIES)
+    warnings = meta["warnings"]
+    assert [w.split(":")[1].split()[1] for w in warnings] == ["buildings", "POIs", "than"]
+    assert all(f"warning: {w}" in printed for w in warnings)
+    total = float(printed.split(" in ")[1].split(" s;")[0])
+    osm_s, tasks_s = (float(v) for v in printed.split("time: ")[1].split(" s tasks")[0].split(" s OSM + "))
+    assert total >= osm_s + tasks_s - 0.1
+
+
+def test_dense_monaco_has_no_density_warning(monaco_dir):
+    meta = read_metadata(monaco_dir)
+    assert meta["density"]["buildings_per_km2"] > 200 and meta["density"]["pois_per_km2"] > 50
+    assert not [w for w in meta["warnings"] if "per km²" in w], meta["warnings"]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from cityseeker_ros.cli import main
 from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
 from cityseeker_ros.core.datasets import city_folders, load_dataset
 from cityseeker_ros.core.errors import ConfigError, DataError
@@ -54,7 +55,9 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_world(tmp_path, line_world)
 
 @pytest.mark.parametrize("file, edit, message", [
     ("tasks.json", None, "tasks.json: missing"),
-    ("graph.json", "{", "graph.json: not readable JSON"),
+    ("graph.json", "{", "graph.json: invalid JSON at line 1"),
+    ("graph.json", "[" * 100_000, "graph.json: JSON nested too deeply"),
+    ("tasks.json", '{"tasks": ' * 50_000, "tasks.json: JSON nested too deeply"),
     ("world.json", {"format": "cityseeker-world", "format_version": 99, "name": "x"}, "format_version 99"),
     ("graph.json", {"nodes": [{"id": "a", "lat": "north", "lon": 0, "heading": 0, "walkable_headings": []}],
                     "edges": []}, "nodes\\[0\\].*lat"),
@@ -79,3 +82,32 @@ def test_a_task_on_an_unknown_node_is_named(world_dir):
     path.write_text(json.dumps(doc))
     with pytest.raises(DataError, match=rf"tasks\[{first}\].*reference_path\[2\].*'nowhere'"):
         load_dataset(world_dir)
+
+
+def _edit(world_dir, name, change):
+    path = world_dir / name
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("graph.json", lambda d: d["edges"].append(dict(d["edges"][3], azimuth=d["edges"][3]["azimuth"] + 10)),
+     r"record edges\[78\]: field 'azimuth': edge n02 -> n01 contradicts edges\[3\] \(azimuth 270.0, length_m 20.0\)"),
+    ("graph.json", lambda d: d["edges"].append(dict(d["edges"][3], length_m=25.0)),
+     r"edges\[78\]: field 'length_m': edge n02 -> n01 contradicts edges\[3\]"),
+    ("graph.json", lambda d: d["edges"].append(dict(d["edges"][3])), r"edges\[78\]: .*repeats edges\[3\]"),
+    ("graph.json", lambda d: d["nodes"].append(dict(d["nodes"][7], lat=1.0)),
+     r"nodes\[40\]: field 'id': node 'n07' again \(also nodes\[7\]\)"),
+    ("tasks.json", lambda d: d["tasks"].append(dict(d["tasks"][0], split="dev")),
+     r"tasks\[\d+\]: field 'id': task id 'lineville-0000' again \(also tasks\[0\]\)"),
+    ("tasks.json", lambda d: [t.__setitem__("split", "dev") for t in d["tasks"]],
+     r"tasks.json: field 'tasks': no tasks in the 'test' split"),
+    ("tasks.json", lambda d: d.__setitem__("tasks", []), r"no tasks in the 'test' split \(of 0 tasks\)"),
+])
+def test_records_that_would_be_lost_are_named(world_dir, name, change, message, capsys):
+    _edit(world_dir, name, change)
+    with pytest.raises(DataError, match=message) as info:
+        load_dataset(world_dir)
+    assert main(["validate", str(world_dir)]) == 1  # validate lists it instead of stopping
+    assert f"error: {info.value}" in capsys.readouterr().out

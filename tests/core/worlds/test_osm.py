@@ -10,6 +10,8 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import pytest
+import shapely
+from shapely.geometry import Polygon
 
 from cityseeker_ros.core.errors import ConfigError, DataError
 from cityseeker_ros.core.geodesy import circular_difference
@@ -183,6 +185,66 @@ def test_bbox_clips_the_town(town_file):
     assert len(lons) == 7 and lons[-1] == pytest.approx(-0.00001, abs=1e-12)
     assert all(n.lat == 0.0 for n in west.graph.nodes.values())
     assert {p.id for p in west.scene.pois} == {"node/500"}
+
+
+def passage_xml() -> str:
+    """The town's cross, plus: a supermarket (way 300) whose footprint the north arm runs through
+    between y=40 and y=80, as a service road through a real supermarket is mapped; an
+    underground station hall (layer=-1, way 400) and a bridge building (min_height=5, way 500)
+    over the east arm; and a vending machine with no building on the west arm's far end, whose
+    kiosk must not cover a node."""
+    nodes = [_node(1, 0, 0), _node(10, -110, 0), _node(11, 110, 0), _node(12, 0, -110), _node(13, 0, 110)]
+    shop_nodes, shop_ring = _square(301, -15, 40, 15, 80)
+    hall_nodes, hall_ring = _square(401, 40, -15, 80, 15)
+    bridge_nodes, bridge_ring = _square(501, 90, -6, 100, 6)
+    pois = [_node(600, 0, 60, shop="supermarket", name="Big Market"),
+            _node(601, -109, 3, amenity="vending_machine", name="Drinks")]
+    ways = [_way(1, [10, 1, 11], highway="residential"), _way(2, [12, 1, 13], highway="service"),
+            _way(300, shop_ring, building="supermarket"),
+            _way(400, hall_ring, building="train_station", layer="-1"),
+            _way(500, bridge_ring, building="yes", min_height="5")]
+    body = "\n".join(nodes + shop_nodes + hall_nodes + bridge_nodes + pois + ways)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<osm version="0.6" generator="test">\n{body}\n</osm>\n'
+
+
+def _nodes_in_footprints(world, clearance_m: float = 0.0) -> list[str]:
+    tree = shapely.STRtree([Polygon(b.footprint) for b in world.scene.buildings])
+    ids = list(world.graph.nodes)
+    latlon = world.graph.latlon(ids)
+    points = shapely.points(world.scene.frame.to_xy(latlon[:, 0], latlon[:, 1]))
+    hit, _ = tree.query(points, predicate="dwithin", distance=clearance_m)
+    return sorted({ids[i] for i in hit.tolist()})
+
+
+def test_a_street_through_a_building_puts_no_node_inside_it(tmp_path):
+    path = tmp_path / "passage.osm"
+    path.write_text(passage_xml(), encoding="utf-8")
+    world = build_osm_world(path, name="passage")
+    shop = next(b for b in world.scene.buildings if b.id == "way/300")
+    assert shop.footprint and not shop.synthetic  # the building stays; the street inside it goes
+    assert _nodes_in_footprints(world, clearance_m=0.4) == []
+    ys = [_xy(world, nid)[1] for nid in world.graph.nodes if abs(_xy(world, nid)[0]) < 1]
+    assert max(ys) < 40 - 0.4  # the arm stops short of the wall; beyond it is cut off, not rejoined
+    cleared = world.stats["streets_in_buildings"]
+    assert cleared["nodes_dropped"] >= 2 and cleared["nodes_cut_off"] >= 1
+    assert nx.is_weakly_connected(world.graph.to_networkx())
+    for n in world.graph.nodes.values():  # headings follow the hops that are left
+        out = sorted(round(e.azimuth, 1) % 360.0 for e in world.graph.out_edges(n.id))
+        assert list(n.walkable_headings) == pytest.approx(out, abs=1e-9)
+    # The underground hall and the raised bridge building are not solid at street level: left
+    # out of the scene, so the east arm under and over them keeps its nodes.
+    assert {b.id for b in world.scene.buildings} & {"way/400", "way/500"} == set()
+    assert world.stats["buildings_not_solid"] == {"raised": 1, "underground": 1}
+    assert max(_xy(world, nid)[0] for nid in world.graph.nodes) == pytest.approx(110.0, abs=0.01)
+    market = next(p for p in world.scene.pois if p.id == "node/600")
+    assert market.building_id == "way/300" and market.visible_nodes
+    drinks = next(p for p in world.scene.pois if p.id == "node/601")
+    assert drinks.visible_nodes  # on a kiosk or a pole, never over the street's end node
+
+
+def test_monaco_has_no_node_inside_a_footprint(monaco):
+    assert _nodes_in_footprints(monaco) == []
+    assert monaco.stats["streets_in_buildings"]["nodes_dropped"] > 0
 
 
 # --- packaged sources ----------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.transition import ActionModel
 from cityseeker_ros.core.worlds.needs import LATENT, NEEDS, Need, brand_needs, nearest
-from cityseeker_ros.core.worlds.tasks import TaskSettings, generate_tasks
+from cityseeker_ros.core.worlds.tasks import TaskSettings, generate_tasks, why_no_tasks
 
 THIRSTY = next(n for n in NEEDS if n.request == "I am thirsty")
 COFFEE = next(n for n in NEEDS if n.request == "coffee shop")
@@ -88,3 +88,20 @@ def test_bad_settings_name_the_field(line_world, settings):
     graph, scene = line_world
     with pytest.raises(ConfigError, match="tasks:"):
         generate_tasks("lineville", graph, scene.pois, settings)
+
+
+def test_why_no_tasks_names_the_cause(line_world):
+    from cityseeker_ros.core.graph import StreetGraph
+    from tests.core.worlds.conftest import line_graph, poi
+
+    graph, scene = line_world
+    islands = StreetGraph(graph.nodes.values(), [], name="islands")
+    assert why_no_tasks(islands, scene.pois).startswith("no streets: 40 street nodes and no walkable edge")
+    assert why_no_tasks(graph, []).startswith("no satisfying places: none of the 0 places")
+    short = line_graph(4)
+    cafe = [poi("node/1", "amenity=cafe", [0])]
+    assert generate_tasks("short", short, cafe).tasks == []
+    assert why_no_tasks(short, cafe) == ("routes too short: each of the 4 nodes is at most 3 step(s) from a "
+                                         "satisfying place, and a task needs 5..25 steps")
+    assert why_no_tasks(short, cafe, TaskSettings(min_steps=2, max_steps=2), needs=[THIRSTY]).startswith(
+        "no usable routes")

@@ -1,0 +1,27 @@
+"""A policy that kills its own process on one episode: a worker that keeps dying, for the
+fault tests. Registered on import; Ray workers import this module when they unpickle it."""
+from __future__ import annotations
+
+import os
+
+from cityseeker_ros.core.policies import POLICIES
+from cityseeker_ros.core.policies.baselines import RandomPolicy
+
+NAME = "test-crash-on"
+
+
+class CrashOnEpisode(RandomPolicy):
+    """`random`, except that the process exits (no exception, no cleanup) when it starts `episode`."""
+
+    def __init__(self, episode: str = "") -> None:
+        super().__init__()
+        self.crash_on = episode
+
+    def reset(self, episode, rng, world=None) -> None:
+        if episode.episode_id == self.crash_on:
+            os._exit(3)
+        super().reset(episode, rng, world)
+
+
+if NAME not in POLICIES:
+    POLICIES.register(NAME)(CrashOnEpisode)
