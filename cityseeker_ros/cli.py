@@ -288,8 +288,9 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.benchmark import Benchmark
 
     config, out = benchmark_config(args)
+    benchmark = Benchmark(config)  # a bad configuration fails here, with its one line alone
     warn_if_blind(config.policy, config.views)
-    summary = Benchmark(config).run(out, progress=not args.no_progress)
+    summary = benchmark.run(out, progress=not args.no_progress)
     print(format_summary(summary))
     print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'}")
     return 0

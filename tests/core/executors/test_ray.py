@@ -119,12 +119,12 @@ def test_worker_processes_killed_at_random_instants_lose_nothing(hk6, tmp_path):
     assert failures == 0 and kills >= 6
 
 
-def test_an_episode_that_keeps_killing_its_worker_ends_with_an_error_record(hk6, tmp_path):
+def test_an_episode_that_keeps_killing_its_worker_ends_with_an_error_record(hk6, tmp_path, monkeypatch):
     """The other episodes (even those queued on the dying actors) keep the serial bytes."""
     serial = lines_of(run(hk6, tmp_path / "serial", seeds=[0], limit=6))
     bad = json.loads(serial[2])["episode_id"]
-    got = lines_of(run(hk6, tmp_path / "ray", policy=crashing.NAME, policy_params={"episode": bad}, seeds=[0],
-                       limit=6, executor="ray", batch_size=2))
+    got = lines_of(run(hk6, tmp_path / "ray", policy=crashing.registered(monkeypatch), policy_params={"episode": bad},
+                       seeds=[0], limit=6, executor="ray", batch_size=2))
     assert got[:2] + got[3:] == serial[:2] + serial[3:]
     failed = json.loads(got[2])
     assert failed["episode_id"] == bad and failed["end_reason"] == "error" and failed["path"] == [failed["start"]]
