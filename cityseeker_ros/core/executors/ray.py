@@ -177,7 +177,10 @@ def connect(address: Optional[str]) -> Any:
         ray.shutdown()
     _JOINED.clear()
     try:
-        ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+        # No address: always a new local instance ("local"), never a cluster some earlier process
+        # left in /tmp/ray/ray_current_cluster, which may be dead (ray.init would wait on it).
+        ray.init(address=address or "local", include_dashboard=False, logging_level=logging.ERROR,
+                 log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         raise ConfigError(f"--ray-address {address}: cannot join the Ray cluster: {_first_line(exc)}") from None
     _JOINED.append(address)

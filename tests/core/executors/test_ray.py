@@ -8,6 +8,7 @@ import random
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -165,3 +166,25 @@ def test_an_ablation_grid_on_ray_gives_the_local_tables(hk6, tmp_path):
     cells = [p.relative_to(tmp_path / "local") for p in (tmp_path / "local").glob("*/*/episodes.jsonl")]
     assert len(cells) == 8
     assert all((tmp_path / "ray" / c).read_bytes() == (tmp_path / "local" / c).read_bytes() for c in cells)
+
+
+def test_no_address_starts_a_local_instance_even_beside_a_dead_cluster_file(hk6, tmp_path):
+    """Ray's `init()` without an address joins the cluster named in /tmp/ray/ray_current_cluster,
+    which a killed run leaves behind: it then waits forever on a dead GCS. `--executor ray` with
+    no --ray-address must start its own instance instead."""
+    import ray._private.utils as ray_utils
+
+    marker = Path(ray_utils.get_ray_address_file(None))
+    saved = marker.read_bytes() if marker.exists() else None
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("127.0.0.1:9")  # nothing listens on the discard port
+    try:
+        code = ("from cityseeker_ros.core.executors.ray import connect; "
+                "ray = connect(None); print(ray.is_initialized()); ray.shutdown()")
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.strip().endswith("True"), done.stderr[-2000:]
+    finally:
+        if saved is None:
+            marker.unlink(missing_ok=True)
+        else:
+            marker.write_bytes(saved)
