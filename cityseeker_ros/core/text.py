@@ -23,15 +23,11 @@ REPLACEMENT = "\ufffd"
 
 def clean_text(text: str) -> str:
     """`text` as valid Unicode: lone surrogates become U+FFFD, surrogate pairs their character."""
-    if text.isascii():
+    if text.isascii() or is_clean(text):
         return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        # UTF-16 can carry surrogates with "surrogatepass"; decoding joins the pairs and
-        # replaces the lone ones, exactly what a lenient UTF-16 reader would show.
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    # UTF-16 can carry surrogates with "surrogatepass"; decoding joins the pairs and
+    # replaces the lone ones, exactly what a lenient UTF-16 reader would show.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def is_clean(text: str) -> bool:

@@ -16,20 +16,12 @@ from typing import Any
 import pytest
 
 from cityseeker_ros.cli import main
+from cityseeker_ros.core.text import is_clean
 from cityseeker_ros.core.vlm.backend import GenerationRequest, Message
 from cityseeker_ros.core.vlm.openai_backend import OpenAIBackend
 from tests.core.vlm.canned_server import MODEL, CannedServer
 
 CANARY = "CANARY-5f2e8b-do-not-record"
-
-
-def encodes(text: str) -> bool:
-    """Whether UTF-8 can encode `text` (a lone surrogate cannot)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def completion(content: str) -> dict[str, Any]:
@@ -85,7 +77,7 @@ def test_backend_cleans_replies_at_the_boundary(server, monkeypatch):
         texts = [g.text for g in backend.generate([ask] * len(BAD_REPLIES))]
     finally:
         backend.close()
-    assert all(encodes(t) for t in texts)
+    assert all(is_clean(t) for t in texts)
     assert ["\ufffd" in t for t in texts] == [True] * len(BAD_REPLIES)
     assert "ok 😀 then" in texts[2]  # a valid escaped pair stays the character it encodes
 
@@ -106,7 +98,7 @@ def test_a_run_with_broken_replies_writes_records_and_a_report(server, tiny_city
     assert len(records) == 2 and all(r["end_reason"] != "error" for r in records)
     raws = [raw for r in records for d in r["decisions"] for raw in d["raw"]]
     assert raws and all("\ufffd" in raw for raw in raws)
-    assert all(encodes(s) for r in records for s in _all_strings(r))
+    assert all(is_clean(s) for r in records for s in _all_strings(r))
     for name in ("report.html", "report.md", "summary.json", "config.json"):
         (out / name).read_bytes().decode("utf-8")  # strictly valid UTF-8
     assert "\ufffd" in (out / "report.html").read_text(encoding="utf-8")
