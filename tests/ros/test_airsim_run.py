@@ -30,6 +30,24 @@ pytest.importorskip("cosysairsim", reason="the AirSim client library (test extra
 CAMERA_LINKS = ("simGetImages", "getMultirotorState")
 
 
+def run_airsim(fake: FlightFake, out, ros_domain: int, anchor: dict, *flags: str) -> subprocess.CompletedProcess:
+    """`cityseeker run airsim` against the fake, teleporting unless `flags` say otherwise."""
+    return subprocess.run(
+        [sys.executable, "-m", "cityseeker_ros.cli", "run", "airsim", *flags, "--port", str(fake.port),
+         "--anchor", json.dumps(anchor), "--camera-param", "settle_s=0", "--out", str(out),
+         "--domain-id", str(ros_domain), "--timeout", "200"],
+        cwd=REPO, capture_output=True, text=True, timeout=260)
+
+
+def start_driver(tmp_path, ros_domain: int, steps: list[dict]):
+    """tests/ros/vehicle_driver.py playing `steps` against the bridge; its report: driver_out.json."""
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"bridge": "/airsim_bridge", "command": "/supervisor/command", "steps": steps}))
+    command = ros.python_module_command("tests.ros.vehicle_driver", str(plan), str(tmp_path / "driver_out.json"))
+    return ros.spawn(command, ros.ros_env(domain_id=ros_domain), stdout=open(tmp_path / "driver.log", "w"),
+                     stderr=subprocess.STDOUT, cwd=REPO)
+
+
 def test_a_drone_flies_the_tasks_through_the_bridge(monaco_dir, ros_domain, tmp_path):
     flags = ("--data", str(monaco_dir), "--policy", "random", "--limit", "2", "--max-steps", "4")
     in_process(tmp_path / "cli", *flags)
@@ -38,11 +56,7 @@ def test_a_drone_flies_the_tasks_through_the_bridge(monaco_dir, ros_domain, tmp_
     fake = FlightFake()
     try:
         out = tmp_path / "ros"
-        result = subprocess.run(
-            [sys.executable, "-m", "cityseeker_ros.cli", "run", "airsim", *flags, "--port", str(fake.port),
-             "--anchor", json.dumps(anchor), "--motion", "teleport", "--camera-param", "settle_s=0",
-             "--out", str(out), "--domain-id", str(ros_domain), "--timeout", "200"],
-            cwd=REPO, capture_output=True, text=True, timeout=260)
+        result = run_airsim(fake, out, ros_domain, anchor, *flags, "--motion", "teleport")
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         got, expected = records(out), records(tmp_path / "cli")
         assert [{k: r[k] for k in COMPARED} for r in got] == [{k: r[k] for k in COMPARED} for r in expected]
@@ -74,27 +88,20 @@ def test_an_estop_during_a_flown_run_stops_every_motion_until_reset(monaco_dir, 
     safety.write_text(json.dumps({"safety": {
         "geofence": {"circle": {"center": [anchor["lat"], anchor["lon"]], "radius_m": 5000.0}},
         "decision_timeout_s": 3.0, "heartbeat_timeout_s": 2.0, "max_speed_m_s": 10.0, "max_altitude_m": 100.0}}))
-    plan, report_file = tmp_path / "plan.json", tmp_path / "driver_out.json"
-    plan.write_text(json.dumps({"bridge": "/airsim_bridge", "command": "/supervisor/command", "steps": [
+    report_file = tmp_path / "driver_out.json"
+    fake = FlightFake(task_s=0.3, latency_s=0.010)
+    out = tmp_path / "ros"
+    driver = start_driver(tmp_path, ros_domain, [
         {"op": "wait_safety", "code": "ok", "moving": True, "timeout_s": 150},  # 0: a goal flies
         {"op": "estop", "value": True},                                        # 1
         {"op": "wait_safety", "code": "estop", "moving": False, "new": True},  # 2
         {"op": "sleep", "s": 2.5},                                             # 3: goals keep coming
         {"op": "estop", "value": False},                                       # 4
         {"op": "reset_estop"},                                                 # 5
-    ]}))
-    fake = FlightFake(task_s=0.3, latency_s=0.010)
-    out = tmp_path / "ros"
-    driver = ros.spawn(ros.python_module_command("tests.ros.vehicle_driver", str(plan), str(report_file)),
-                       ros.ros_env(domain_id=ros_domain), stdout=open(tmp_path / "driver.log", "w"),
-                       stderr=subprocess.STDOUT, cwd=REPO)
+    ])
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "cityseeker_ros.cli", "run", "airsim", "--data", str(monaco_dir), "--policy",
-             "random", "--limit", "1", "--max-steps", "3", "--port", str(fake.port), "--anchor", json.dumps(anchor),
-             "--motion", "fly", "--safety-config", str(safety), "--camera-param", "settle_s=0", "--out", str(out),
-             "--domain-id", str(ros_domain), "--timeout", "200"],
-            cwd=REPO, capture_output=True, text=True, timeout=260)
+        result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",
+                            "--limit", "1", "--max-steps", "3", "--motion", "fly", "--safety-config", str(safety))
         assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text()
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         s = json.loads(report_file.read_text())["steps"]
@@ -128,23 +135,16 @@ def test_a_runner_restarted_on_a_latched_estop_does_not_fly_until_reset(monaco_d
     latch = out / "ros" / "airsim_bridge.estop.json"
     latch.parent.mkdir(parents=True)
     EStop(LatchFile(latch)).trigger("/estop", "before the runner died")
-    plan, report_file = tmp_path / "plan.json", tmp_path / "driver_out.json"
-    plan.write_text(json.dumps({"bridge": "/airsim_bridge", "command": "/supervisor/command", "steps": [
+    report_file = tmp_path / "driver_out.json"
+    fake = FlightFake()
+    driver = start_driver(tmp_path, ros_domain, [
         {"op": "wait_safety", "code": "estop", "moving": False, "timeout_s": 150},  # 0
         {"op": "sleep", "s": 3.0},  # 1: the supervisor repeats its goal every second
         {"op": "reset_estop"},      # 2
-    ]}))
-    fake = FlightFake()
-    driver = ros.spawn(ros.python_module_command("tests.ros.vehicle_driver", str(plan), str(report_file)),
-                       ros.ros_env(domain_id=ros_domain), stdout=open(tmp_path / "driver.log", "w"),
-                       stderr=subprocess.STDOUT, cwd=REPO)
+    ])
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "cityseeker_ros.cli", "run", "airsim", "--data", str(monaco_dir), "--policy",
-             "random", "--limit", "1", "--max-steps", "3", "--port", str(fake.port), "--anchor", json.dumps(anchor),
-             "--motion", "teleport", "--camera-param", "settle_s=0", "--out", str(out),
-             "--domain-id", str(ros_domain), "--timeout", "200"],
-            cwd=REPO, capture_output=True, text=True, timeout=260)
+        result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",
+                            "--limit", "1", "--max-steps", "3", "--motion", "teleport")
         assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text()
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         s = json.loads(report_file.read_text())["steps"]
