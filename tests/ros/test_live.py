@@ -90,14 +90,15 @@ def test_a_walk_across_an_edge_shorter_than_the_hysteresis_reaches_every_node(mo
 
 
 def test_a_walker_that_stops_moving_ends_the_episode_as_stalled(monaco_dir, ros_processes, tmp_path):
-    """The walker goes to the start, then ignores every goal. With stall_timeout_s 3 the episode
+    """The walker stands at the start and ignores every goal that would move it (whether or not
+    it saw the goal to the start: a late subscriber may only get the first move). With stall_timeout_s 3 the episode
     ends as "stalled" (record, hold command and status say so) and the run finishes, instead of
     the supervisor repeating the goal forever."""
     world = load_dataset(monaco_dir)[0]
     episode = world.episodes[0]
     start = world.graph.nodes[episode.start]
     start_live_nodes(ros_processes, str(monaco_dir), "-p", "limit:=1", "-p", "stall_timeout_s:=3.0")
-    walked = walk(ros_processes, tmp_path, start, follow_goals=1)
+    walked = walk(ros_processes, tmp_path, start, follow_goals=0)
     [record] = walked["outcomes"]
     assert record["episode_id"] == episode.episode_id and record["end_reason"] == "stalled"
     assert record["path"] == [episode.start] and record["steps"] == 0

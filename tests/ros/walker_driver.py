@@ -4,7 +4,8 @@ A walking user with a GNSS receiver who does what the AR guidance says: publishe
 its position on /test/fix, and on every motion goal from the supervisor walks (teleports) to it.
 Records the guidance and commands it got, the supervisor's statuses and outcome records, until
 the supervisor says "finished" or the timeout. PLAN.json: {"start": [lat, lon], "period_s": 0.05,
-"timeout_s": 120, "follow_goals": N} (optional: after N distinct goals it stops moving).
+"timeout_s": 120, "follow_goals": N} (optional: after N goals that move it, it stops moving; a goal
+where it already stands does not count, so a late start does not change the plan).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class Walker(Node):
         super().__init__("walker")
         self.position = tuple(start)
         self.follow_goals = follow_goals
-        self.goals: list[tuple[float, float]] = []  # distinct goals received, in order
+        self.moves = 0  # goals received that were not where the walker stood
         self.guidance: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
@@ -44,10 +45,10 @@ class Walker(Node):
         self.commands.append(as_dict(command))
         if command.command.type == "goal":
             goal = (command.command.lat, command.command.lon)
-            if not self.goals or self.goals[-1] != goal:
-                self.goals.append(goal)
-            if self.follow_goals is None or len(self.goals) <= self.follow_goals:
-                self.position = goal
+            if goal != self.position:
+                self.moves += 1
+                if self.follow_goals is None or self.moves <= self.follow_goals:
+                    self.position = goal
 
     def _on_guidance(self, msg: String) -> None:
         self.guidance.append(as_dict(parse(GuidanceMsg, msg.data)))
