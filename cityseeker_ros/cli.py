@@ -15,6 +15,7 @@ from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.redact import redact_logging, redact_text
+from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES
 
 METRIC_ORDER = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as",
                 "solvable")
@@ -32,6 +33,7 @@ def _param(text: str) -> tuple[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     from cityseeker_ros.core.views import VIEW_SOURCES
+    from cityseeker_ros.ros.run_config import add_cli_options
 
     parser = argparse.ArgumentParser(prog="cityseeker", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -50,50 +52,46 @@ def build_parser() -> argparse.ArgumentParser:
                             "separate processes (or one with --single-process), run every task, write OUT like "
                             "`cityseeker benchmark` and stop every process started.")
     _benchmark_options(rb)
+    add_cli_options(rb, "benchmark", _param)
     _runner_options(rb)
     rc = run_sub.add_parser("camera", help="camera.launch.py's nodes: a camera and GNSS walk the tasks, AR guidance "
                             "on /supervisor/guidance", description="Start graph_localiser, camera_ingest, "
                             "vlm_decision, supervisor (live) and evaluator; walk each task where the fixes on "
                             "--fix-topic go and write OUT like `cityseeker benchmark`.")
     _benchmark_options(rc)
-    rc.add_argument("--source", default="video", help="frame source: video, equirect, rig, replay, rosbag, airsim")
-    rc.add_argument("--source-param", action="append", type=_param, metavar="KEY=VALUE", help="frame source setting")
-    rc.add_argument("--fix-topic", default="/fix", help="the device's NavSatFix topic (default /fix)")
+    add_cli_options(rc, "camera", _param)
     _runner_options(rc)
     ra = run_sub.add_parser("airsim", help="airsim.launch.py's nodes: a drone in AirSim behind the safety gate",
                             description="Start airsim_bridge, graph_localiser, camera_ingest (turns the camera), "
                             "vlm_decision, supervisor (live) and evaluator against a running AirSim.")
     _benchmark_options(ra)
-    ra.add_argument("--host", default="127.0.0.1", help="AirSim RPC server host (default 127.0.0.1)")
-    ra.add_argument("--port", type=int, default=41451, help="AirSim RPC server port (default 41451)")
-    ra.add_argument("--anchor", required=True, help="JSON: where AirSim's origin is in the world, e.g. "
-                    "'{\"lat\": 43.7384, \"lon\": 7.4246}'")
-    ra.add_argument("--motion", default="teleport", choices=("teleport", "fly"),
-                    help="teleport: set the drone's pose at each node (default); fly: fly there behind the "
-                    "safety gate (needs --safety-config)")
-    ra.add_argument("--safety-config", default="", help="YAML safety config (geofence, limits; required to fly)")
-    ra.add_argument("--altitude", type=float, default=0.0, help="goal altitude above home, metres")
-    ra.add_argument("--camera-param", action="append", type=_param, metavar="KEY=VALUE",
-                    help="airsim frame source setting (camera, host, port...)")
+    add_cli_options(ra, "airsim", _param)
     _runner_options(ra)
     rg = run_sub.add_parser("bag", help="bag_eval.launch.py's processes: decide every step of a recorded run again",
                             description="Play BAG's view sets and images into a fresh decision node with --policy, "
                             "record its decisions into --out-bag, then compare them with the recorded ones "
                             "(OUT_BAG.eval/redecide.json). `cityseeker bag eval BAG --data D` re-scores offline.")
-    rg.add_argument("bag", type=Path, help="the recorded bag to play")
-    rg.add_argument("--out-bag", type=Path, required=True, help="bag to record the new decisions into (new)")
-    rg.add_argument("--policy", required=True, help="the policy that decides every recorded step again")
-    rg.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE", help="policy parameter")
-    rg.add_argument("--data", default="", help="dataset, for a privileged policy")
-    rg.add_argument("--rate", type=float, default=1.0, help="playback rate (default 1: recorded timing)")
-    rg.add_argument("--views-topic", default="/supervisor/views",
-                    help="the recorded view sets to decide again (default /supervisor/views)")
-    rg.add_argument("--images-topic", default="/streetview_replay/images",
-                    help="the recorded images, for an image policy (default /streetview_replay/images)")
+    add_cli_options(rg, "bag", _param)
     rg.add_argument("--settle", type=float, default=10.0, help="seconds after playback for the last decision")
     rg.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
     rg.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
                     "leased on this host)")
+    sk = sub.add_parser("seek", help="seek a need from where the vehicle stands: the camera node set serves the "
+                        "Seek action, one goal is sent, its feedback and result printed (docs/seek.md)",
+                        description="Start graph_localiser, camera_ingest, vlm_decision and the supervisor "
+                        "serving /supervisor/seek (with --walker sim also a simulated walker), send one Seek goal, "
+                        "print each step and the result, stop every process started. Ctrl-C cancels the goal "
+                        "(the vehicle holds).")
+    sk.add_argument("need", help="the need in words, e.g. 'I am thirsty'")
+    _benchmark_options(sk)
+    sk.add_argument("--world", dest="data", type=Path, help="the world folder (same as --data)")
+    add_cli_options(sk, "camera", _param)
+    sk.add_argument("--preempt", action="store_true", help="replace a goal already active on the server")
+    sk.add_argument("--result", type=Path, help="also write the result as JSON to this file")
+    sk.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
+    sk.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
+                    "leased on this host)")
+    sk.set_defaults(run_command="camera")
     a = sub.add_parser("ablate", help="run every policy under every set of BCR strategies (the paper's Table 3)",
                        description="Run each policy under each cell (a set of BCR strategies) into OUT/POLICY/CELL/ "
                        "(resumable: rerun the same command), then write OUT/ablation.json, .md and .html.")
@@ -128,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="write report.html and report.md for a benchmark output")
     r.add_argument("out", type=Path, help="a benchmark output folder (with summary.json)")
 
+    c = sub.add_parser("compare", help="print benchmark runs side by side (they must cover the same episodes)")
+    c.add_argument("runs", nargs="+", type=Path, help="two or more benchmark output folders")
+    c.add_argument("--out", type=Path, help="also write the table as Markdown to this file")
+
     v = sub.add_parser("validate", help="check a dataset folder and report every problem")
     v.add_argument("data", type=Path, help="a city folder, or a folder of city folders")
     v.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
@@ -140,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--out", required=True, type=Path, help="world folder to write")
     syn.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     bld = wsub.add_parser("build", help="build a world folder from OpenStreetMap data")
-    bld.add_argument("source", help="a packaged extract (monaco, helsinki) or a path to an .osm.pbf file")
+    bld.add_argument("source", help=f"a packaged extract ({', '.join(sorted(PACKAGED_SOURCES))}) "
+                                    "or a path to an .osm.pbf file")
     bld.add_argument("--out", required=True, type=Path, help="world folder to write")
     bld.add_argument("--name", help="world name (default: the source's)")
     bld.add_argument("--bbox", type=_bbox, help="clip to MIN_LON,MIN_LAT,MAX_LON,MAX_LAT")
@@ -188,10 +191,12 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
     b.add_argument("--max-steps", type=int, help="step budget (default 35)")
     b.add_argument("--limit", type=int, help="only the first K episodes")
+    b.add_argument("--per-category", type=int, metavar="N", help="only the first N episodes of each category "
+                   "of each city, in the data's order (the same ones every time; --limit then cuts that list)")
     b.add_argument("--workers", type=int, help="parallel processes (default 1)")
     b.add_argument("--batch-size", type=int, help="episodes run in lockstep per process, so a VLM decides for all "
                    "in one batched call (default 1)")
-    b.add_argument("--dtw-threshold", type=float, help="d_th for nDTW, metres (default 50)")
+    b.add_argument("--dtw-threshold-m", type=float, help="d_th for nDTW, metres (default 50)")
     b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
     b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
                    help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
@@ -221,8 +226,6 @@ def _runner_options(p: argparse.ArgumentParser) -> None:
                    "single-threaded executor")
     p.add_argument("--no-respawn", action="store_true", help="a dying decision node or evaluator ends the run "
                    "instead of being restarted")
-    p.add_argument("--decision-timeout", type=float, default=10.0, help="seconds without a decision before "
-                   "the supervisor holds and reports (default 10)")
     p.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
     p.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
                    "leased on this host)")
@@ -247,8 +250,9 @@ def _size(text: str) -> tuple[int, int]:
 
 
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
-                                      "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1, "batch_size": 1,
-                                      "dtw_threshold": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
+                                      "max_steps": DEFAULT_MAX_STEPS, "limit": None, "per_category": None,
+                                      "workers": 1, "batch_size": 1,
+                                      "dtw_threshold_m": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
                                       "view_param": {}, "backend": None, "model": None, "backend_param": {},
                                       "strategy": [], "rounds": 1, "max_backtracks": 3, "follow_hints": "auto",
                                       "memory": None, "executor": "local", "ray_address": None}
@@ -325,9 +329,10 @@ def benchmark_config(args: argparse.Namespace):
     out = Path(options["out"])
     config = BenchmarkConfig(data=str(options["data"]), dataset=options["dataset"], policy=options["policy"],
                              policy_params=options["param"], seeds=list(range(options["seeds"])),
-                             max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
+                             max_steps=options["max_steps"], limit=options["limit"],
+                             per_category=options["per_category"], workers=options["workers"],
                              batch_size=options["batch_size"],
-                             dtw_threshold_m=options["dtw_threshold"], views=options["views"],
+                             dtw_threshold_m=options["dtw_threshold_m"], views=options["views"],
                              view_params=options["view_param"], strategies=strategy_specs(options["strategy"]),
                              rounds=options["rounds"], max_backtracks=options["max_backtracks"],
                              follow_hints=options["follow_hints"],
@@ -336,42 +341,36 @@ def benchmark_config(args: argparse.Namespace):
     return config, out
 
 
+def run_config_of(args: argparse.Namespace):
+    """The RunConfig of `cityseeker run KIND ...` (ros/run_config.py), as the launch files make
+    it from their arguments."""
+    from cityseeker_ros.ros import run_config
+
+    kind = args.run_command
+    if kind == "bag":
+        return run_config.from_settings(kind, run_config.cli_values(args, kind))
+    config, out = benchmark_config(args)
+    return run_config.with_benchmark(kind, config, {**run_config.cli_values(args, kind), "out": str(out)})
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from cityseeker_ros.ros import launcher, node_sets
 
-    if args.run_command == "bag":
-        report = launcher.run_bag(args.bag, args.out_bag, args.policy, dict(args.param or []), rate=args.rate,
-                                  views_topic=args.views_topic, images_topic=args.images_topic, data=args.data,
-                                  settle_s=args.settle, timeout_s=args.timeout, domain_id=args.domain_id)
+    run = run_config_of(args)
+    if run.kind == "bag":
+        report = launcher.run_bag(run, settle_s=args.settle, timeout_s=args.timeout, domain_id=args.domain_id)
         agreement = report["agreement"]
         print(f"{report['view_sets']} view sets decided again by {report['policy']}; "
               f"{report['agreed']} of {report['compared']} agree with the recording"
               + (f" ({100 * agreement:.1f}%)" if agreement is not None else ""))
         print(f"decisions: {args.out_bag}; report: {args.out_bag}.eval/")
         return 0
-    config, out = benchmark_config(args)
-    timeout = args.decision_timeout
-    if args.run_command == "benchmark":  # camera and airsim take their images from the camera
+    config, out = run.benchmark, Path(run.out)
+    if run.kind == "benchmark":  # camera and airsim take their images from the camera
         warn_if_blind(config.policy, config.views)
-
-        def make(todo):
-            return node_sets.benchmark_nodes(config, out, todo, decision_timeout_s=timeout)
-    elif args.run_command == "camera":
-        def make(todo):
-            return node_sets.camera_nodes(config, out, todo, source=args.source,
-                                          source_params=dict(args.source_param or []), fix_topic=args.fix_topic,
-                                          decision_timeout_s=timeout)
-    else:
-        bridge = {"host": args.host, "port": args.port, "anchor": args.anchor, "motion": args.motion,
-                  "safety_config": args.safety_config}
-        camera = {"host": args.host, "port": args.port, "anchor": json.loads(args.anchor),
-                  **dict(args.camera_param or [])}
-
-        def make(todo):
-            return node_sets.airsim_nodes(config, out, todo, bridge=bridge, camera_params=camera,
-                                          altitude_m=args.altitude, decision_timeout_s=timeout)
-    summary = launcher.run_tasks_with(config, out, make, single_process=args.single_process,
-                                      respawn=not args.no_respawn, timeout_s=args.timeout, domain_id=args.domain_id)
+    summary = launcher.run_tasks_with(config, out, lambda todo: node_sets.nodes(run, todo),
+                                      single_process=args.single_process, respawn=not args.no_respawn,
+                                      timeout_s=args.timeout, domain_id=args.domain_id)
     print(format_summary(summary))
     print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'} (node logs in {out / 'ros'})")
     return 0
@@ -481,6 +480,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     html, md = write_report(args.out, graph_loader=lambda c: {k: w.graph for k, w in load(c).items()},
                             view_loader=views)
     print(f"wrote {html} and {md}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.compare import comparison
+    from cityseeker_ros.core.report import render_table_md
+    from cityseeker_ros.core.results import write_text_atomic
+
+    text = render_table_md(comparison(args.runs))
+    print(text, end="")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.out, text)
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -595,7 +608,23 @@ WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": c
 
 
 COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "report": cmd_report,
-            "validate": cmd_validate, "world": cmd_world, "bag": lambda args: _bag_run(args)}
+            "compare": cmd_compare,
+            "validate": cmd_validate, "world": cmd_world, "bag": lambda args: _bag_run(args),
+            "seek": lambda args: cmd_seek(args)}
+
+
+def cmd_seek(args: argparse.Namespace) -> int:
+    """One Seek goal on the camera node set (launcher.run_seek); node logs in --out (default: a
+    new temporary folder)."""
+    import tempfile
+
+    from cityseeker_ros.ros import launcher
+
+    if args.out is None:
+        args.out = Path(tempfile.mkdtemp(prefix="cityseeker-seek-"))
+    run = run_config_of(args)
+    return launcher.run_seek(run, args.need, max_steps=run.benchmark.max_steps, preempt=args.preempt,
+                             result_file=args.result, timeout_s=args.timeout, domain_id=args.domain_id)
 
 
 def _bag_run(args: argparse.Namespace) -> int:

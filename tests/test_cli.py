@@ -172,30 +172,11 @@ def test_blind_warning_only_for_image_policies_without_views(tiny_city, tmp_path
 
 
 def _documented_commands() -> list[tuple[str, list[str]]]:
-    """Every `cityseeker ...` command in README.md and docs/*.md (continuation lines joined,
-    comments and `[optional]` parts dropped), as (file:line, argv)."""
-    import re
-    import shlex
+    """Every `cityseeker ...` command in README.md and docs/*.md (tests/docs_commands.py finds
+    them; `[optional]` parts dropped), as (file:line, argv)."""
+    from tests.docs_commands import documented_commands
 
-    found = []
-    for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for i, line in enumerate(lines):
-            match = re.match(r"^\s*(?:\.venv/bin/)?cityseeker\s(.*)$", line)
-            if not match:
-                continue
-            text, j = match.group(1), i
-            while text.rstrip().endswith("\\") and j + 1 < len(lines):
-                j += 1
-                text = text.rstrip()[:-1] + " " + lines[j].strip()
-            argv, depth = [], 0
-            for token in shlex.split(text, comments=True):
-                depth += token.startswith("[")
-                if not depth:
-                    argv.append(token)
-                depth -= token.endswith("]")
-            found.append((f"{path.relative_to(REPO)}:{i + 1}", argv))
-    return found
+    return [(c.where, c.args()) for c in documented_commands() if c.program.endswith("cityseeker")]
 
 
 @pytest.mark.parametrize("where, argv", _documented_commands(), ids=lambda v: v if isinstance(v, str) else "")
@@ -246,3 +227,20 @@ def test_every_option_has_help_text():
                if not isinstance(action, (argparse._SubParsersAction, argparse._HelpAction))
                and not (action.help and action.help.strip()) and action.help != argparse.SUPPRESS]
     assert not missing, "options without help text:\n" + "\n".join(missing)
+
+
+def test_compare_prints_runs_side_by_side_and_refuses_other_episodes(tiny_city, tmp_path, capsys):
+    for name, extra in (("a", ["--policy", "oracle"]), ("b", ["--policy", "random", "--seeds", "2"]),
+                        ("c", ["--policy", "random", "--per-category", "1", "--limit", "1"])):
+        out = str(tmp_path / name)
+        assert main(["benchmark", "--data", str(tiny_city), *extra, "--out", out, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp.md")]) == 0
+    text = capsys.readouterr().out
+    rows = [line for line in text.splitlines() if line.startswith("| oracle") or line.startswith("| random")]
+    assert len(rows) == 2 and "| 2 x 1 |" in rows[0] and "| 2 x 2 |" in rows[1] and " ± " in rows[1]
+    assert (tmp_path / "cmp.md").read_text() in text
+    proc = subprocess.run([sys.executable, "-m", "cityseeker_ros", "compare", str(tmp_path / "a"), str(tmp_path / "c")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("cityseeker: error: compare:")
+    assert "ran different episodes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

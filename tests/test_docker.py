@@ -1,13 +1,17 @@
 """Static checks of docker/: no Docker engine runs here, so the image is never built in CI.
-The compose file must parse and reserve the GPU for vLLM with the model mounted read-only, and
-every path the Dockerfile copies or runs must exist in the repository (hadolint, when installed,
+The compose file must parse, reserve the GPU for vLLM with the model mounted read-only, and
+start the stack with a launch command every node accepts; every path the Dockerfile copies or
+runs must exist in the repository (hadolint, when installed,
 lints the Dockerfile itself: docker/README.md)."""
 from __future__ import annotations
 
+import inspect
+import json
 import re
 import shlex
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,9 +53,93 @@ def test_compose_stack_runs_the_image_against_vllm():
     assert (DOCKER / stack["build"]["context"] / stack["build"]["dockerfile"]).resolve() == DOCKER / "Dockerfile"
     assert stack["depends_on"]["vllm"]["condition"] == "service_healthy"
     assert stack["command"][:4] == ["ros2", "launch", "cityseeker_ros", "benchmark.launch.py"]
-    assert "base_url:=http://vllm:8000/v1" in stack["command"]
     assert set(stack["networks"]) == set(services["vllm"]["networks"])
     assert any(v.endswith(":/runs") for v in stack["volumes"]) and "runs" in compose()["volumes"]
+
+
+# What a user sets (docker/README.md); the others take the file's defaults.
+ENV = {"MODEL_DIR": "/srv/models", "MODEL": "Qwen2.5-VL-7B-Instruct", "DATA_DIR": "/srv/worlds/monaco"}
+_VARIABLE = re.compile(r"\$(?:\$|\{(\w+)(?:(:?[-?])((?:[^}])*))?\})")
+
+
+def interpolate(text: str, env: dict[str, str]) -> str:
+    """Compose's variable substitution: ${VAR}, ${VAR:-default}, ${VAR-default}, ${VAR:?error},
+    ${VAR?error} and $$ for a literal $."""
+    def one(match: re.Match) -> str:
+        name, op, arg = match.groups()
+        if name is None:
+            return "$"
+        value = env.get(name)
+        unset = value is None or (op is not None and op.startswith(":") and value == "")
+        if op and op.endswith("?") and unset:
+            raise KeyError(f"{name}: {arg}")
+        if op and op.endswith("-") and unset:
+            return arg
+        return value or ""
+    return _VARIABLE.sub(one, text)
+
+
+def stack_arguments(env: dict[str, str]) -> dict[str, str]:
+    """The stack's launch arguments as `ros2 launch` receives them after compose's substitution."""
+    arguments = {}
+    for item in compose()["services"]["stack"]["command"][4:]:
+        assert ":=" in item, f"{item!r} is not a launch argument NAME:=VALUE"
+        name, value = item.split(":=", 1)
+        assert name not in arguments, f"{name} given twice"
+        arguments[name] = interpolate(value, env)
+    return arguments
+
+
+def test_interpolate_follows_compose_rules():
+    env = {"SET": "x", "EMPTY": ""}
+    assert interpolate("${SET} ${SET:-d} ${EMPTY:-d} ${EMPTY-d} ${UNSET-d} $${SET}", env) == "x x d  d ${SET}"
+    assert interpolate('${UNSET:-["B1", "R3"]}', env) == '["B1", "R3"]'
+    with pytest.raises(KeyError, match="UNSET: set it"):
+        interpolate("${UNSET:?set it}", env)
+
+
+@pytest.mark.parametrize("strategies", [None, '["B1", "oracle:B2", "R3:n=5"]', "[]"])
+def test_the_stack_command_is_a_benchmark_launch_every_node_accepts(strategies):
+    """Before, the stack passed `base_url:=`, which benchmark.launch.py does not declare, and
+    `strategies:=bcr`, which is not JSON, and no memory for the strategies: it could not start."""
+    from cityseeker_ros.core.policies import make_policy
+    from cityseeker_ros.core.vlm.backend import BACKENDS
+    from cityseeker_ros.ros import node_sets, run_config
+    from cityseeker_ros.ros.parameters import NODES
+
+    env = {**ENV, **({"STRATEGIES": strategies} if strategies is not None else {})}
+    arguments = stack_arguments(env)
+    declared = {name for name, _, _ in run_config.launch_arguments("benchmark")}
+    assert set(arguments) <= declared, f"undeclared launch arguments {sorted(set(arguments) - declared)}"
+    for name, text in arguments.items():  # settings whose default is a JSON object or list take JSON
+        if run_config.BY_NAME[name].default_text()[:1] in ("{", "["):
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as exc:
+                pytest.fail(f"{name}:={text} is not JSON ({exc.msg})")
+    run = run_config.from_launch("benchmark", arguments)  # what benchmark.launch.py does with them
+    config = run.benchmark
+    assert config.policy == "vlm" and config.views == "rendered" and config.memory == "/runs/memory.sqlite"
+    expected = json.loads(strategies if strategies is not None else '["B1", "R3"]')
+    assert [("oracle:" if s.get("oracle") else "") + s["name"] for s in config.strategies] == [
+        e.split(":n=")[0] for e in expected]
+    # The decision node's policy takes these parameters, and its backend takes base_url.
+    policy = make_policy(config.policy, **config.policy_params)
+    backend = inspect.signature(BACKENDS.get(policy.backend_name)).parameters
+    assert set(policy.backend_params) <= set(backend) and policy.backend_params["base_url"] == "http://vllm:8000/v1"
+    assert policy.backend_params["model"] == ENV["MODEL"] == interpolate(
+        compose()["services"]["vllm"]["command"][3], ENV)  # the name vLLM serves the model under
+    for spec in node_sets.nodes(run):
+        unknown = set(spec.params) - {p.name for p in NODES[spec.executable]}
+        assert not unknown, f"{spec.name} declares no parameter {sorted(unknown)}"
+
+
+def test_the_stack_needs_the_model_and_data_folders():
+    for name in ("MODEL", "DATA_DIR", "MODEL_DIR"):
+        env = {k: v for k, v in ENV.items() if k != name}
+        text = yaml.safe_dump(compose())
+        with pytest.raises(KeyError, match=name):
+            interpolate(text, env)
 
 
 def test_dockerfile_copies_only_what_exists_and_builds_with_colcon():

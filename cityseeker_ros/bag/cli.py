@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
     ev.add_argument("--out", type=Path, help="write episodes.jsonl, summary.json, comparison.json (and the "
                     "re-decision files) here")
     ev.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, help="the replay's step budget (default 35)")
-    ev.add_argument("--dtw-threshold", type=float, default=DEFAULT_DTW_THRESHOLD_M,
+    ev.add_argument("--dtw-threshold-m", type=float, default=DEFAULT_DTW_THRESHOLD_M,
                     help="the replay's d_th for nDTW, metres (default 50)")
     ev.add_argument("--episode-topic", default="/streetview_replay/episode",
                     help="the recorded episode announcements (default /streetview_replay/episode)")
@@ -45,7 +45,7 @@ def add_parser(sub: Any) -> None:
     ev.add_argument("--redecide", metavar="POLICY", help="decide every recorded view set again with POLICY")
     ev.add_argument("--policy-param", action="append", type=_param, default=[], metavar="KEY=VALUE",
                     help="parameter of the --redecide policy (repeatable; VALUE parsed as JSON when it can be)")
-    ev.add_argument("--views-topic", help="view sets to re-decide (default /supervisor/views when recorded, "
+    ev.add_argument("--views-topic", help="view sets to re-decide (default /supervisor/decide_goal when recorded, "
                     "else /streetview_replay/views)")
     ev.add_argument("--images-topic", default="/streetview_replay/images",
                     help="the recorded images, for an image --redecide policy (default /streetview_replay/images)")
@@ -78,6 +78,8 @@ def add_play_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
     parser.add_argument("--wait-for-subscribers", type=float, default=0.0, metavar="S",
                         help="wait up to S seconds for every played topic to have a subscriber (a recorder)")
+    parser.add_argument("--subscribers", type=int, default=1, metavar="N",
+                        help="with --wait-for-subscribers: wait for N subscribers per topic (default 1)")
     parser.add_argument("--ack-timeout", type=float, default=2.0, metavar="S",
                         help="longest wait for subscribers to acknowledge a message before the next on its topic")
 
@@ -118,13 +120,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from cityseeker_ros.bag import evaluate
 
     result = evaluate.rescore(args.bag, args.data, args.dataset, max_steps=args.max_steps,
-                              dtw_threshold_m=args.dtw_threshold, episode_topic=args.episode_topic,
+                              dtw_threshold_m=args.dtw_threshold_m, episode_topic=args.episode_topic,
                               decision_topic=args.decision_topic)
     summary = result.summary()
     comparison = result.comparison()
     if args.out is not None:
         evaluate.write_rescore(result, args.out, {"bag": str(Path(args.bag).resolve()), "data": str(args.data),
-                                                  "max_steps": args.max_steps, "dtw_threshold_m": args.dtw_threshold,
+                                                  "max_steps": args.max_steps, "dtw_threshold_m": args.dtw_threshold_m,
                                                   "episode_topic": args.episode_topic})
     overall = summary["overall"]
     print(f"{args.bag}: {comparison['episodes']} episodes re-scored, {comparison['identical']} identical to the "

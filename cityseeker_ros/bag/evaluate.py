@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from pydantic import ValidationError
-
 from cityseeker_ros.bag.storage import BagReader
-from cityseeker_ros.bag.topics import DECISIONS, REPLAY_EPISODE, REPLAY_IMAGES, REPLAY_VIEWS, SUPERVISOR_VIEWS
+from cityseeker_ros.bag.topics import (
+    DECIDE_GOAL,
+    DECISIONS,
+    REPLAY_EPISODE,
+    REPLAY_IMAGES,
+    REPLAY_VIEWS,
+    STRING,
+    SUPERVISOR_VIEWS,
+)
 from cityseeker_ros.core.benchmark import EPISODES_FILE, SUMMARY_FILE, episode_rng
 from cityseeker_ros.core.benchmark import episode_record as core_episode_record
 from cityseeker_ros.core.datasets import load_dataset
@@ -30,6 +36,7 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS, summarize
 from cityseeker_ros.core.policies import make_policy
 from cityseeker_ros.core.results import write_json_atomic, write_text_atomic
+from cityseeker_ros.ros import typed  # message classes: plain Python, no rclpy
 from cityseeker_ros.ros.schema import DecisionMsg, EpisodeMsg, Record, ViewSetMsg, as_dict, parse
 
 COMPARISON_FILE = "comparison.json"
@@ -39,14 +46,21 @@ TOLERANCE = 1e-9  # metrics are recomputed by the same code: anything larger is 
 
 
 def _records(reader: BagReader, topic: str, model: type[Record]) -> Iterator[Record]:
-    """The JSON records of a String topic, in bag order; a malformed one names topic and time."""
+    """The records of a topic, in bag order: its cityseeker_interfaces messages (a view set also
+    from a recorded Decide goal, with the goal's prompt context), or the JSON in std_msgs/String
+    of bags recorded before the typed interfaces. A malformed one names topic and time."""
     for message in reader.messages([topic]):
-        text = reader.decode(message).data
+        msg = reader.decode(message)
         try:
-            yield parse(model, text)
-        except ValidationError as exc:
+            if message.msgtype == STRING:
+                yield parse(model, msg.data)
+            elif message.msgtype == DECIDE_GOAL and model is ViewSetMsg:
+                yield typed.record_from(ViewSetMsg, msg.view_set, msg.context)
+            else:
+                yield typed.record_from(model, msg)
+        except ValueError as exc:  # pydantic's ValidationError included
             raise ConfigError(f"{reader.path}: topic {topic} at {message.timestamp_ns} ns: not a "
-                              f"{model.__name__} ({exc.errors()[:1]})") from None
+                              f"{model.__name__} ({str(exc).splitlines()[0]})") from None
 
 
 def ended_episodes(reader: BagReader, topic: str = REPLAY_EPISODE) -> list[EpisodeMsg]:
@@ -239,8 +253,10 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
                 view_sets.setdefault(vs.view_set_id, vs)
         decisions = recorded_decisions(reader, decision_topic)
         images: dict[tuple[int, int, str], Any] = {}
-        if agent.uses_images and images_topic in reader.topics:
-            for message in reader.messages([images_topic]):
+        # raw Image on the topic, png/jpeg on its /compressed (bags from before raw: CompressedImage on the topic)
+        recorded = [t for t in (images_topic, f"{images_topic}/compressed") if t in reader.topics]
+        if agent.uses_images and recorded:
+            for message in reader.messages(recorded):
                 msg = reader.decode(message)
                 images[(msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)] = msg
     agent.prepare()

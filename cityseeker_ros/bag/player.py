@@ -68,11 +68,12 @@ class BagPlayerNode(Node):
         self._clock_pub = self.create_publisher(Clock, CLOCK_TOPIC, CLOCK_QOS) if clock_hz is not None else None
         self.published = 0
 
-    def wait_for_subscribers(self, timeout_s: float) -> list[str]:
-        """Spin until every topic has a subscriber; the topics still without one."""
+    def wait_for_subscribers(self, timeout_s: float, subscribers: int = 1) -> list[str]:
+        """Spin until every topic has `subscribers` subscribers (a recorder, and the node that
+        consumes them); the topics still short of them."""
         deadline = time.monotonic() + timeout_s
         while True:
-            lonely = [t for t, p in self._outputs.items() if p.get_subscription_count() == 0]
+            lonely = [t for t, p in self._outputs.items() if p.get_subscription_count() < subscribers]
             if not lonely or time.monotonic() >= deadline:
                 return lonely
             rclpy.spin_once(self, timeout_sec=0.05)
@@ -131,9 +132,10 @@ def play(args: argparse.Namespace) -> int:
     try:
         node = BagPlayerNode(reader, args.topics, args.rate, args.clock, args.ack_timeout)
         if args.wait_for_subscribers > 0:
-            lonely = node.wait_for_subscribers(args.wait_for_subscribers)
+            lonely = node.wait_for_subscribers(args.wait_for_subscribers, args.subscribers)
             if lonely:
-                node.get_logger().warning(f"no subscriber on {', '.join(lonely)} after {args.wait_for_subscribers:g} s")
+                node.get_logger().warning(f"fewer than {args.subscribers} subscriber(s) on {', '.join(lonely)} "
+                                          f"after {args.wait_for_subscribers:g} s")
         started = time.monotonic()
         count = node.play()
         print(f"played {count} messages from {args.bag} in {time.monotonic() - started:.2f} s", flush=True)

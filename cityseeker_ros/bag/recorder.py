@@ -34,10 +34,16 @@ DISCOVERY_PERIOD_S = 0.2
 
 
 def message_class(msgtype: str) -> Any:
-    """pkg/msg/Type -> the message class (rosidl_runtime_py is not on PyPI)."""
+    """pkg/msg/Type -> the message class (rosidl_runtime_py is not on PyPI); an action's parts
+    too: pkg/action/Name_Goal, _Result, _Feedback (Name.Goal...) and _FeedbackMessage."""
     try:
         package, kind, name = msgtype.split("/")
-        return getattr(importlib.import_module(f"{package}.{kind}"), name)
+        module = importlib.import_module(f"{package}.{kind}")
+        if kind == "action" and not hasattr(module, name):
+            action, part = name.rsplit("_", 1)
+            holder = getattr(module, action)
+            return getattr(holder.Impl, part) if part == "FeedbackMessage" else getattr(holder, part)
+        return getattr(module, name)
     except (ValueError, ImportError, AttributeError):
         raise ConfigError(f"message type {msgtype}: no Python message package installed for it") from None
 

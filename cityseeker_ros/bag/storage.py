@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from cityseeker_ros.bag import interfaces
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.registry import Registry
 
@@ -42,10 +43,14 @@ def _sqlite3() -> Any:
 
 
 def typestore() -> Any:
-    """The message types of ROS 2 Jazzy, as rosbags knows them."""
+    """The message types of ROS 2 Jazzy, as rosbags knows them, plus cityseeker_interfaces'
+    where that package is installed (bag/interfaces.py)."""
     from rosbags.typesys import Stores, get_typestore
 
-    return get_typestore(Stores.ROS2_JAZZY)
+    store = get_typestore(Stores.ROS2_JAZZY)
+    if interfaces.installed():
+        interfaces.register(store)
+    return store
 
 
 @dataclass(frozen=True)
@@ -95,10 +100,12 @@ class BagWriter:
         if topic in self._connections:
             return
         if msgtype not in self._typestore.fielddefs:
+            known = "" if interfaces.installed() else f" ({interfaces.PACKAGE} is not installed)"
             raise ConfigError(f"topic {topic}: message type {msgtype} is not a ROS 2 Jazzy standard type "
-                              "(the bag needs its definition)")
+                              f"nor a {interfaces.PACKAGE} type{known} (the bag needs its definition)")
         self._connections[topic] = self._writer.add_connection(
-            topic, msgtype, typestore=self._typestore, offered_qos_profiles=[o.to_rosbags() for o in offers])
+            topic, msgtype, typestore=self._typestore, offered_qos_profiles=[o.to_rosbags() for o in offers],
+            **interfaces.connection_definition(self._typestore, msgtype))  # action feedback topics
         self.counts[topic] = 0
 
     def write(self, topic: str, timestamp_ns: int, data: bytes) -> None:

@@ -8,14 +8,17 @@ from typing import Literal, Optional
 
 QosKind = Literal["state", "images", "diagnostics", "camera"]
 
-STRING = "std_msgs/msg/String"
-COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
+STRING = "std_msgs/msg/String"  # bags recorded before the typed interfaces: JSON records
+CI = "cityseeker_interfaces/msg/"
+VIEW_SET, DECISION, EPISODE = CI + "ViewSet", CI + "Decision", CI + "Episode"
+DECIDE_GOAL = "cityseeker_interfaces/action/Decide_Goal"
+IMAGE, COMPRESSED_IMAGE = "sensor_msgs/msg/Image", "sensor_msgs/msg/CompressedImage"
 CLOCK_TOPIC, CLOCK_TYPE = "/clock", "rosgraph_msgs/msg/Clock"
 
 REPLAY_EPISODE = "/streetview_replay/episode"
 REPLAY_VIEWS = "/streetview_replay/views"
-REPLAY_IMAGES = "/streetview_replay/images"
-SUPERVISOR_VIEWS = "/supervisor/views"
+REPLAY_IMAGES = "/streetview_replay/images"  # raw Image; png/jpeg on REPLAY_IMAGES + "/compressed"
+SUPERVISOR_VIEWS = "/supervisor/decide_goal"  # each Decide goal sent: a view set with its prompt context
 DECISIONS = "/vlm_decision/decision"
 
 
@@ -29,20 +32,20 @@ class TopicSpec:
 # Everything a benchmark or live run publishes that an evaluation needs; /diagnostics is left
 # out (name it with --topics to record it), /tf is not used by the stack.
 DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
-    TopicSpec(REPLAY_VIEWS, STRING),
-    TopicSpec(REPLAY_IMAGES, COMPRESSED_IMAGE, "images"),
-    TopicSpec(REPLAY_EPISODE, STRING),
+    TopicSpec(REPLAY_VIEWS, VIEW_SET),
+    TopicSpec(REPLAY_IMAGES, IMAGE, "images"),
+    TopicSpec(f"{REPLAY_IMAGES}/compressed", COMPRESSED_IMAGE, "images"),
+    TopicSpec(REPLAY_EPISODE, EPISODE),
     TopicSpec("/streetview_replay/fix", "sensor_msgs/msg/NavSatFix"),
     TopicSpec("/streetview_replay/pose", "geometry_msgs/msg/PoseStamped"),
     TopicSpec("/streetview_replay/path", "nav_msgs/msg/Path"),
-    TopicSpec("/streetview_replay/action", STRING),
-    TopicSpec(DECISIONS, STRING),
-    TopicSpec(SUPERVISOR_VIEWS, STRING),
-    TopicSpec("/supervisor/action", STRING),
-    TopicSpec("/supervisor/command", STRING),
-    TopicSpec("/supervisor/guidance", STRING),
-    TopicSpec("/supervisor/episode", STRING),
-    TopicSpec("/supervisor/outcome", STRING),
+    TopicSpec("/streetview_replay/action", CI + "WorldAction"),
+    TopicSpec(DECISIONS, DECISION),
+    TopicSpec(SUPERVISOR_VIEWS, DECIDE_GOAL),
+    TopicSpec("/supervisor/command", CI + "MotionCommand"),
+    TopicSpec("/supervisor/guidance", CI + "Guidance"),
+    TopicSpec("/supervisor/episode", EPISODE),
+    TopicSpec("/supervisor/outcome", CI + "Outcome"),
 )
 
 # Topics outside the default list whose type and QoS are known anyway.
@@ -50,12 +53,14 @@ KNOWN_TOPICS: dict[str, TopicSpec] = {s.name: s for s in (
     *DEFAULT_TOPICS,
     TopicSpec("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "diagnostics"),
     TopicSpec("/supervisor/heartbeat", "std_msgs/msg/Header"),
-    TopicSpec("/graph_localiser/location", STRING),
-    TopicSpec("/camera_ingest/views", STRING),
-    TopicSpec("/camera_ingest/images", COMPRESSED_IMAGE, "images"),
+    TopicSpec("/supervisor/status", CI + "SupervisorStatus"),
+    TopicSpec("/graph_localiser/location", CI + "Location"),
+    TopicSpec("/camera_ingest/views", VIEW_SET),
+    TopicSpec("/camera_ingest/images", IMAGE, "images"),
+    TopicSpec("/camera_ingest/images/compressed", COMPRESSED_IMAGE, "images"),
     TopicSpec("/airsim_bridge/fix", "sensor_msgs/msg/NavSatFix"),
     TopicSpec("/airsim_bridge/odom", "nav_msgs/msg/Odometry"),
-    TopicSpec("/airsim_bridge/safety", STRING),
+    TopicSpec("/airsim_bridge/safety", CI + "SafetyStatus"),
 )}
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -43,6 +45,9 @@ RESULT_DEFINING = ("data_files", "dataset", "policy", "policy_params", "max_step
                    "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources",
                    "strategies", "rounds", "max_backtracks", "follow_hints", "prompt")
 MEMORY_FILE = "memory.sqlite"
+# The command a user typed, for the processes it started (`cityseeker run` sets it for its ROS
+# nodes): config.json records that command, not the evaluator node's own command line.
+RUN_COMMAND_ENV = "CITYSEEKER_RUN_COMMAND"
 
 
 @dataclass
@@ -55,6 +60,9 @@ class BenchmarkConfig:
     max_steps: int = DEFAULT_MAX_STEPS
     max_invalid_retries: int = 2
     limit: Optional[int] = None
+    # Only the first N episodes of each category in each city, in load order: a small run that
+    # still covers every category, the same episodes on every machine (then `limit` applies).
+    per_category: Optional[int] = None
     workers: int = 1
     dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M
     views: Optional[str] = None  # a view source name; None = headings only, no images
@@ -99,10 +107,11 @@ class BenchmarkConfig:
             VIEW_SOURCES.get(self.views)
         if not isinstance(self.view_params, dict):
             raise ConfigError(f"view parameters must be a mapping, got {self.view_params!r}")
-        for name in ("max_steps", "max_invalid_retries", "workers", "limit", "batch_size", "rounds",
+        for name in ("max_steps", "max_invalid_retries", "workers", "limit", "per_category", "batch_size", "rounds",
                      "max_backtracks"):
             value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool)) and not (name == "limit" and value is None):
+            optional = name in ("limit", "per_category") and value is None
+            if not (isinstance(value, int) and not isinstance(value, bool)) and not optional:
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {value!r}")
         if not isinstance(self.dtw_threshold_m, (int, float)) or isinstance(self.dtw_threshold_m, bool):
             raise ConfigError(f"dtw threshold must be a number of metres, got {self.dtw_threshold_m!r}")
@@ -114,6 +123,8 @@ class BenchmarkConfig:
             raise ConfigError(f"--max-steps must be >= 1, got {self.max_steps}")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit must be >= 1, got {self.limit}")
+        if self.per_category is not None and self.per_category < 1:
+            raise ConfigError(f"--per-category must be >= 1, got {self.per_category}")
         if self.workers < 1:
             raise ConfigError(f"--workers must be >= 1, got {self.workers}")
         if self.batch_size < 1:
@@ -423,8 +434,16 @@ class Benchmark:
 
 
 def run_tasks(config: BenchmarkConfig, worlds: dict[str, World]) -> list[tuple[str, int, int]]:
-    """(city, episode index, seed) in run order: every episode for the first seed, then the next."""
-    pairs = [(w.city, i) for w in worlds.values() for i in range(len(w.episodes))]
+    """(city, episode index, seed) in run order: every episode for the first seed, then the next.
+    `per_category` keeps the first N episodes of each category of each city in load order, then
+    `limit` the first K of what is left."""
+    pairs = []
+    for w in worlds.values():
+        taken: Counter[str] = Counter()
+        for i, episode in enumerate(w.episodes):
+            taken[episode.category] += 1
+            if config.per_category is None or taken[episode.category] <= config.per_category:
+                pairs.append((w.city, i))
     if config.limit is not None:
         pairs = pairs[: config.limit]
     return [(city, i, seed) for seed in config.seeds for city, i in pairs]
@@ -451,17 +470,19 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
         "synthetic": any(w.synthetic for w in worlds.values()),
         "view_sources": view_sources,
         "prompt": prompt_record(c.policy, c.policy_params),  # profile, version, template hash
-        "data_files": {p: h for w in worlds.values() for p, h in w.source_files.items()},
+        "data_files": resolved_keys({p: h for w in worlds.values() for p, h in w.source_files.items()}),
         "package_version": __version__,
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
                      "networkx": networkx.__version__, "pyproj": pyproj.__version__},
-        "command": command or redact_command(sys.argv),
+        "command": os.environ.get(RUN_COMMAND_ENV) or command or redact_command(sys.argv),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }))
 
 
 def check_resume(out: Path, manifest: dict[str, Any]) -> None:
-    """A folder that holds a run with other result-defining settings is never appended to."""
+    """A folder that holds a run with other result-defining settings is never appended to. Paths
+    are compared resolved, so `worlds/x` and `/home/me/worlds/x` are the same data; the refusal
+    names only the settings that differ, down to the changed entry of a mapping."""
     path = out / CONFIG_FILE
     if not path.exists():
         return
@@ -469,11 +490,52 @@ def check_resume(out: Path, manifest: dict[str, Any]) -> None:
         previous = clean_json(redact(json.loads(path.read_text(encoding="utf-8"))))  # as a manifest is now
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON ({exc.msg}); use a new --out") from None
-    changed = [k for k in RESULT_DEFINING if previous.get(k) != manifest[k]]
+    if not isinstance(previous, dict):
+        raise ConfigError(f"{path}: expected a JSON object; use a new --out")
+    before, now = comparable(previous), comparable(manifest)
+    changed = [line for k in RESULT_DEFINING for line in differences(k, before.get(k), now.get(k))]
     if changed:
-        details = "; ".join(f"{k}: {previous.get(k)!r} -> {manifest[k]!r}" for k in changed)
-        raise ConfigError(f"{out} holds a run with different settings ({details}); "
+        raise ConfigError(f"{out} holds a run with different settings ({'; '.join(changed)}); "
                           "use a new --out or the same settings to resume")
+
+
+def resolved_keys(files: dict[str, Any]) -> dict[str, Any]:
+    """A path -> value mapping keyed by absolute, symlink-free paths (relative ones from the
+    current folder)."""
+    return {str(Path(p).resolve()): v for p, v in files.items()}
+
+
+def comparable(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as check_resume compares it: data file paths resolved (a config.json written
+    before they were), and the view parameters that every view source describes left to those
+    descriptions, which hold them in canonical form (a panorama folder resolved)."""
+    out = dict(manifest)
+    if isinstance(out.get("data_files"), dict):
+        out["data_files"] = resolved_keys(out["data_files"])
+    described = [set(d) for d in (out.get("view_sources") or {}).values() if isinstance(d, dict)]
+    if described and isinstance(out.get("view_params"), dict):
+        out["view_params"] = {k: v for k, v in out["view_params"].items() if k not in set.intersection(*described)}
+    return out
+
+
+_ABSENT = object()
+
+
+def differences(key: str, before: Any, now: Any) -> list[str]:
+    """`key: old -> new` for each leaf that differs, mappings followed entry by entry
+    (`data_files[/w/graph.json]: 'ab..' -> 'cd..'`, `policy_params.temperature: 0 -> 0.2`)."""
+    if before == now:
+        return []
+    if isinstance(before, dict) and isinstance(now, dict):
+        lines = []
+        for k in [*before, *(k for k in now if k not in before)]:
+            sub = f"{key}[{k}]" if "/" in str(k) or " " in str(k) else f"{key}.{k}"
+            lines += differences(sub, before.get(k, _ABSENT), now.get(k, _ABSENT))
+        return lines
+
+    def shown(value: Any) -> str:
+        return "(absent)" if value is _ABSENT else repr(value)
+    return [f"{key}: {shown(before)} -> {shown(now)}"]
 
 
 class RunOutput:

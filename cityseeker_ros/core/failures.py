@@ -236,6 +236,49 @@ def failure_tree(records: Sequence[Mapping[str, Any]], coords: Optional[Coords] 
     return _node("all", "All episodes", [(r, t) for r, t, _ in tagged], [success, failure])
 
 
+# ---------------------------------------------------------------- where perception lost it
+
+PERCEPTION_LABELS = {
+    "never-saw": "never saw a satisfying sign",
+    "saw-not-went": "saw one but did not go there (never within 50 m of the target)",
+    "went-not-stopped": "went there but did not stop (within 50 m of the target, ended elsewhere)",
+    "saw-distance-unknown": "saw one; distance to the target unknown (no coordinates)",
+}
+
+
+def saw_satisfying(record: Mapping[str, Any]) -> Optional[bool]:
+    """Did the agent read a sign it took to satisfy the need? From the record's `perception`
+    (what a reading policy such as ocr-embed or sign-oracle reports); None when it has none."""
+    perception = record.get("perception")
+    if not isinstance(perception, Mapping):
+        return None
+    return perception.get("satisfying_seen_step") is not None
+
+
+def perception_tree(records: Sequence[Mapping[str, Any]], coords: Optional[Coords] = None,
+                    coords_for: Optional[Callable[[Mapping[str, Any]], Optional[Coords]]] = None
+                    ) -> Optional[dict[str, Any]]:
+    """Failures of a reading policy split by where the chain broke: it never read a satisfying sign
+    (perception), read one but never came within 50 m of the target (it went elsewhere: another
+    place, a misreading, or lost the sign), or came within 50 m and still failed (stopping). The
+    children partition the failed episodes that report perception; None when none does."""
+    failed = [r for r in records if not succeeded(r) and saw_satisfying(r) is not None]
+    if not any(saw_satisfying(r) is not None for r in records):
+        return None
+    groups: dict[str, list[tuple[Mapping[str, Any], list[str]]]] = {k: [] for k in PERCEPTION_LABELS}
+    for r in failed:
+        c = coords_for(r) if coords_for is not None else coords
+        tags = episode_tags(r, c)
+        if not saw_satisfying(r):
+            key = "never-saw"
+        else:
+            near = came_near(r, c)
+            key = "saw-distance-unknown" if near is None else "went-not-stopped" if near else "saw-not-went"
+        groups[key].append((r, tags))
+    children = [_node(f"perception/{k}", PERCEPTION_LABELS[k], groups[k]) for k in PERCEPTION_LABELS]
+    return _node("perception", "Failures by what the agent saw", [m for g in groups.values() for m in g], children)
+
+
 def iter_tree(node: Mapping[str, Any], depth: int = 0) -> Iterator[tuple[int, Mapping[str, Any]]]:
     """(depth, node) pairs, parents before children."""
     yield depth, node

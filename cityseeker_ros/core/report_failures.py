@@ -17,6 +17,7 @@ from cityseeker_ros.core.failures import (
     episode_tags,
     failure_tree,
     first_departure,
+    perception_tree,
 )
 from cityseeker_ros.core.report import CityIndex, Table, fmt, render_table_html, render_table_md
 
@@ -41,6 +42,7 @@ class Analysis:
     departures: list[Optional[int]]
     closest_m: list[Optional[float]]
     tree: dict[str, Any]
+    perception: Optional[dict[str, Any]] = None  # failures by what a reading policy saw (None: no such policy)
 
 
 class NodeCoords(Mapping[str, tuple[float, float]]):
@@ -67,7 +69,7 @@ def analyse(records: Sequence[Mapping[str, Any]],
     return Analysis(records, [episode_tags(r, c) for r, c in zip(records, coords)],
                     [first_departure(r) for r in records],
                     [closest_approach_m(r, c) for r, c in zip(records, coords)],
-                    failure_tree(records, coords_for=coords_for))
+                    failure_tree(records, coords_for=coords_for), perception_tree(records, coords_for=coords_for))
 
 
 def _pct(n: int, total: int) -> str:
@@ -172,6 +174,12 @@ INTRO = ("Each episode is tagged (multi-label) and counted in a tree: success or
          "Over all episode records (every seed).")
 
 
+PERCEPTION_INTRO = ("For policies that read signs (ocr-embed, sign-oracle): each failed episode by where the "
+                    "chain broke. Never saw: no sign it read satisfied the need (perception or exploration). "
+                    "Saw but did not go there: it read one but its path never came within 50 m of the target. "
+                    "Went there but did not stop: it came within 50 m and still ended elsewhere.")
+
+
 def failures_html(analysis: Analysis) -> str:
     if not analysis.records:
         return '<h2>Why episodes failed</h2>\n<p class="note">No episode records.</p>\n'
@@ -179,6 +187,8 @@ def failures_html(analysis: Analysis) -> str:
             f'<p class="note">{html.escape(INTRO)}</p>\n'
             f'<div class="fgrid"><div>{tree_html(analysis.tree)}</div>'
             f"<div>{_hist_html(departure_table(analysis))}</div></div>\n"
+            + (f'<h3>Failures by what the agent saw</h3>\n<p class="note">{html.escape(PERCEPTION_INTRO)}</p>\n'
+               f"{tree_html(analysis.perception)}\n" if analysis.perception else "")
             + render_table_html(tag_counts_table(analysis), level=3)
             + '<div id="failed-episodes">' + render_table_html(failed_table(analysis), level=3)
             + "</div></section>\n")
@@ -187,7 +197,9 @@ def failures_html(analysis: Analysis) -> str:
 def failures_md(analysis: Analysis) -> str:
     if not analysis.records:
         return "## Why episodes failed\n\nNo episode records.\n"
-    return "\n".join(["## Why episodes failed", "", INTRO, "", tree_md(analysis.tree),
+    perception = (["### Failures by what the agent saw", "", PERCEPTION_INTRO, "", tree_md(analysis.perception)]
+                  if analysis.perception else [])
+    return "\n".join(["## Why episodes failed", "", INTRO, "", tree_md(analysis.tree), *perception,
                       render_table_md(tag_counts_table(analysis), level=3),
                       render_table_md(departure_table(analysis), level=3),
                       render_table_md(failed_table(analysis), level=3)])

@@ -1,13 +1,13 @@
 """A vehicle in AirSim behind the safety gate: commands in, state and camera out.
 
-Subscribes `command` (String CommandMsg from the supervisor), `heartbeat` (std_msgs/Header;
+Subscribes `command` (cityseeker_interfaces/MotionCommand from the supervisor), `heartbeat` (std_msgs/Header;
 liveness is judged by arrival time on this node's clock, never by the sender's stamp) and
 `/estop` (std_msgs/Bool: true trips the latch, false only releases the source); `~/reset_estop`
 (std_srvs/Trigger) clears the latch. The latch is kept in `estop_state_file`, so a restarted
 bridge starts latched (and hovers) until the reset. A control timer runs core.airsim.bridge.AirSimBridge.step()
 at `control_rate_hz`, which asks core.safety.SafetyGate what may happen now and sends motion or
 one hold per transition. Publishes `~/fix` (NavSatFix), `~/odom` (Odometry, ENU about the anchor,
-REP 103), `~/image` (+ `~/depth`) when a camera is set, `~/safety` (String SafetyMsg, on every
+REP 103), `~/image` (+ `~/depth`) when a camera is set, `~/safety` (cityseeker_interfaces/SafetyStatus, on every
 change and every `safety_period_s`) and /diagnostics. docs/airsim.md has the contract.
 """
 from __future__ import annotations
@@ -19,11 +19,10 @@ from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
-from pydantic import ValidationError
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix
-from std_msgs.msg import Bool, Header, String
+from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
 from cityseeker_ros.core.airsim.anchor import Anchor
@@ -40,11 +39,11 @@ from cityseeker_ros.core.airsim.motion import MOTION_MODES
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.safety import EStop, LatchFile, SafetyGate
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.ros import convert, convert_vehicle, qos
+from cityseeker_ros.ros import convert, convert_vehicle, qos, typed
 from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter
-from cityseeker_ros.ros.schema import CommandMsg, parse
+from cityseeker_ros.ros.schema import CommandMsg, SafetyMsg
 
-IMAGE_FORMATS = ("raw", *convert.IMAGE_FORMATS)
+IMAGE_FORMATS = convert.IMAGE_FORMATS  # raw (Image rgb8), png, jpeg (CompressedImage)
 # Heartbeats: best effort accepts both best-effort and reliable publishers; only arrival matters.
 HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.BEST_EFFORT,
                        durability=DurabilityPolicy.VOLATILE)
@@ -114,7 +113,7 @@ class AirSimBridgeNode(Node):
 
         self._fix_pub = self.create_publisher(NavSatFix, "~/fix", qos.STATE)
         self._odom_pub = self.create_publisher(Odometry, "~/odom", qos.STATE)
-        self._safety_pub = self.create_publisher(String, "~/safety", qos.STATE)
+        self._safety_pub = self.create_publisher(typed.msg_type(SafetyMsg), "~/safety", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         self._image_pub = self._depth_pub = None
         if self._camera:
@@ -123,7 +122,7 @@ class AirSimBridgeNode(Node):
             if self._depth:
                 self._depth_pub = self.create_publisher(Image, "~/depth", qos.CAMERA)
             self.create_timer(1.0 / rates["image_rate_hz"], self._publish_images)
-        self.create_subscription(String, "command", self._on_command, LIVE)
+        self.create_subscription(typed.msg_type(CommandMsg), "command", self._on_command, LIVE)
         self.create_subscription(Header, "heartbeat", self._on_heartbeat, HEARTBEAT)
         self.create_subscription(Bool, "/estop", self._on_estop, qos.ESTOP)
         self.create_subscription(Bool, "/estop", self._on_estop, LIVE)
@@ -149,12 +148,12 @@ class AirSimBridgeNode(Node):
 
     # -- inputs --------------------------------------------------------------------------------
 
-    def _on_command(self, msg: String) -> None:
+    def _on_command(self, msg: Any) -> None:
         try:
-            command = convert_vehicle.command_from_msg(parse(CommandMsg, msg.data))
-        except ValidationError as exc:
+            command = convert_vehicle.command_from_msg(typed.from_ros(msg))
+        except ValueError as exc:
             self._rejected += 1
-            self.get_logger().warning(f"malformed command ignored: {exc.errors()[0]['msg']}")
+            self.get_logger().warning(f"malformed command ignored: {exc}")
             return
         self._commands += 1
         self._bridge.command(command)
@@ -189,7 +188,7 @@ class AirSimBridgeNode(Node):
 
     def _publish_safety(self) -> None:
         if self._status is not None:
-            self._safety_pub.publish(convert.to_string(convert_vehicle.safety_msg(self._status, self._stamp())))
+            self._safety_pub.publish(typed.to_ros(convert_vehicle.safety_msg(self._status, self._stamp())))
 
     def _publish_state(self) -> None:
         state = self._bridge.kinematics()

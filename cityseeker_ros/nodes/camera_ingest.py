@@ -3,8 +3,9 @@
 Subscribes to `location` (LocationMsg from graph_localiser) and `episode` (EpisodeMsg: the
 supervisor's running task; until one runs nothing is published and diagnostics say so). When the
 vehicle arrives at a node it asks the frame source (core.camera, chosen by `source`) for the view
-of every walkable heading and publishes `~/views` (ViewSetMsg, qos.STATE) and `~/images`
-(CompressedImage, qos.view_images) with exactly streetview_replay's contract, so vlm_decision
+of every walkable heading and publishes `~/views` (ViewSetMsg, qos.STATE) and its images
+(qos.view_images; `image_format` as streetview_replay's: raw Image on `~/images`, png or jpeg
+CompressedImage on `~/images/compressed`) with exactly streetview_replay's contract, so vlm_decision
 cannot tell a live camera from the replay. A "topic" camera is fed from `frames`
 (sensor_msgs/Image) and `frames/compressed` (CompressedImage) with qos.CAMERA (keep-last 1).
 """
@@ -13,19 +14,17 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
-from pydantic import ValidationError
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image
-from std_msgs.msg import String
 
 from cityseeker_ros.core.camera import FrameError, RunTask, TopicFrameSource, ViewSetBuilder, make_frame_source
 from cityseeker_ros.core.camera.rosbag import image_to_rgb
 from cityseeker_ros.core.environment import Observation
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.ros import convert, qos
+from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter, world_parameter
-from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Task, parse
+from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Task, ViewSetMsg
 
 
 class CameraIngestNode(Node):
@@ -34,7 +33,7 @@ class CameraIngestNode(Node):
         declare(self, CAMERA_INGEST)
         p = {spec.name: self.get_parameter(spec.name).value for spec in CAMERA_INGEST}
         if p["image_format"] not in convert.IMAGE_FORMATS:
-            raise ConfigError(f"parameter image_format must be one of {sorted(convert.IMAGE_FORMATS)}, "
+            raise ConfigError(f"parameter image_format must be one of {', '.join(convert.IMAGE_FORMATS)}, "
                               f"got {p['image_format']!r}")
         self._image_format, self._jpeg_quality = p["image_format"], int(p["jpeg_quality"])
         self._max_views = int(p["max_views"])
@@ -46,11 +45,13 @@ class CameraIngestNode(Node):
         self._last_error = ""
         self._last_status = "no location yet"
 
-        self._views_pub = self.create_publisher(String, "~/views", qos.STATE)
-        self._images_pub = self.create_publisher(CompressedImage, "~/images", qos.view_images(self._max_views))
+        self._views_pub = self.create_publisher(typed.msg_type(ViewSetMsg), "~/views", qos.STATE)
+        self._images_pub = self.create_publisher(convert.image_message_type(self._image_format),
+                                                 convert.image_topic("~/images", self._image_format),
+                                                 qos.view_images(self._max_views))
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
-        self.create_subscription(String, "episode", self._on_episode, qos.STATE)
-        self.create_subscription(String, "location", self._on_location, qos.STATE)
+        self.create_subscription(typed.msg_type(EpisodeMsg), "episode", self._on_episode, qos.STATE)
+        self.create_subscription(typed.msg_type(LocationMsg), "location", self._on_location, qos.STATE)
         topics = [c for c in self._source.cameras() if isinstance(c, TopicFrameSource)]
         for i, camera in enumerate(topics):
             base = "frames" if len(topics) == 1 else f"frames_{i}"
@@ -70,11 +71,11 @@ class CameraIngestNode(Node):
             return
         camera.push(rgb, msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
 
-    def _on_episode(self, msg: String) -> None:
+    def _on_episode(self, msg: Any) -> None:
         try:
-            episode = parse(EpisodeMsg, msg.data)
-        except ValidationError as exc:
-            self.get_logger().warning(f"ignored a malformed episode: {exc.errors()[:1]}")
+            episode: EpisodeMsg = typed.from_ros(msg)
+        except ValueError as exc:
+            self.get_logger().warning(f"ignored a malformed episode: {exc}")
             return
         task = episode.task if episode.status == "running" else None
         if task is None:
@@ -86,10 +87,10 @@ class CameraIngestNode(Node):
             self._task = task
             self.get_logger().info(f"run {task.run}: episode {task.episode_id}")
 
-    def _on_location(self, msg: String) -> None:
+    def _on_location(self, msg: Any) -> None:
         try:
-            loc = convert.location_from_msg(parse(LocationMsg, msg.data))
-        except (ValidationError, ValueError) as exc:
+            loc = convert.location_from_msg(typed.from_ros(msg))
+        except ValueError as exc:
             self.get_logger().warning(f"ignored a malformed location: {exc}")
             return
         self._last_status = f"{loc.status.value} {loc.node_id or ''}".strip()
@@ -128,7 +129,7 @@ class CameraIngestNode(Node):
             if view.image is not None:
                 self._images_pub.publish(convert.image_to_msg(view.image, stamp, convert.view_frame_id(view.index),
                                                               self._image_format, self._jpeg_quality))
-        self._views_pub.publish(convert.to_string(view_set))
+        self._views_pub.publish(typed.to_ros(view_set))
         self._last_error = ""
         self._publish_diagnostics()
 

@@ -13,18 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-from pydantic import ValidationError
 from rclpy.node import Node
-from std_msgs.msg import String
 
 from cityseeker_ros.core.benchmark import RunOutput, run_manifest, run_tasks
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.views import make_view_source
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.ros import qos
+from cityseeker_ros.ros import qos, typed
 from cityseeker_ros.ros.parameters import EVALUATOR, declare, run_config
-from cityseeker_ros.ros.schema import OutcomeMsg, parse
+from cityseeker_ros.ros.schema import OutcomeMsg
 
 
 class EvaluatorNode(Node):
@@ -45,16 +43,16 @@ class EvaluatorNode(Node):
         self._output.write_summary()  # a resumed run's summary is current before anything new arrives
         self._duplicates = 0
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
-        self.create_subscription(String, f"{p['supervisor_node'].rstrip('/')}/outcome", self._on_outcome,
-                                 qos.OUTCOMES)
+        self.create_subscription(typed.msg_type(OutcomeMsg), f"{p['supervisor_node'].rstrip('/')}/outcome",
+                                 self._on_outcome, qos.OUTCOMES)
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
         self.get_logger().info(f"writing {p['out']}: {len(self._output.done)} of {len(wanted)} tasks already there")
 
-    def _on_outcome(self, msg: String) -> None:
+    def _on_outcome(self, msg: Any) -> None:
         try:
-            outcome = parse(OutcomeMsg, msg.data)
-        except ValidationError as exc:
-            self.get_logger().warning(f"ignored a malformed outcome: {exc.errors()[:1]}")
+            outcome: OutcomeMsg = typed.from_ros(msg)
+        except ValueError as exc:
+            self.get_logger().warning(f"ignored a malformed outcome: {exc}")
             return
         if not self._output.add(outcome.record):
             self._duplicates += 1

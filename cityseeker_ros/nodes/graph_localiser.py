@@ -1,7 +1,7 @@
 """Where on the street graph the vehicle is, over ROS 2.
 
 Subscribes to `fix` (sensor_msgs/NavSatFix) or `odom` (nav_msgs/Odometry, ENU per REP 103) and
-publishes `~/location` (String, LocationMsg, qos.STATE) on every fix: the current node with
+publishes `~/location` (cityseeker_interfaces/Location, qos.STATE) on every fix: the current node with
 hysteresis, the vehicle heading and the node's walkable headings relative to it. Off-graph and
 no-fix are reported in the message and as a WARN diagnostic with the reason. The supervisor's
 goals (`<supervisor_node>/command`, CommandMsg) name the node the vehicle was sent to: the goal
@@ -14,19 +14,17 @@ from typing import Any, Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
-from pydantic import ValidationError
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix, NavSatStatus
-from std_msgs.msg import String
 
 from cityseeker_ros.core.airsim.frames import Quaternion, yaw_from_quat
 from cityseeker_ros.core.episode import World
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.localisation import GraphLocaliser, Localisation, LocalisationStatus
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.ros import convert, qos
+from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare, world_parameter
-from cityseeker_ros.ros.schema import CommandMsg, GoalField, Stamp, parse
+from cityseeker_ros.ros.schema import CommandMsg, GoalField, LocationMsg, Stamp
 
 # A supervisor goal is sent at a node's coordinates; farther than this from every node it names none.
 GOAL_NODE_MATCH_M = 0.5
@@ -61,24 +59,24 @@ class GraphLocaliserNode(Node):
                                          arrival_radius_m=float(p["arrival_radius_m"]))
         self._last: Optional[Localisation] = None
         self._fixes = 0
-        self._location_pub = self.create_publisher(String, "~/location", qos.STATE)
+        self._location_pub = self.create_publisher(typed.msg_type(LocationMsg), "~/location", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         if p["input"] == "fix":
             self.create_subscription(NavSatFix, "fix", self._on_fix, qos.STATE)
         else:
             self.create_subscription(Odometry, "odom", self._on_odom, qos.STATE)
         if p["supervisor_node"].strip():
-            self.create_subscription(String, f"{p['supervisor_node'].rstrip('/')}/command", self._on_command,
-                                     qos.STATE)
+            self.create_subscription(typed.msg_type(CommandMsg), f"{p['supervisor_node'].rstrip('/')}/command",
+                                     self._on_command, qos.STATE)
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
         self.get_logger().info(f"localising {p['input']} on {self._world.city} ({len(self._world.graph)} nodes)")
 
-    def _on_command(self, msg: String) -> None:
+    def _on_command(self, msg: Any) -> None:
         """A goal names the node the vehicle was sent to (the goal hint); a hold keeps it."""
         try:
-            command = parse(CommandMsg, msg.data).command
-        except ValidationError as exc:
-            self.get_logger().warning(f"ignored a malformed command: {exc.errors()[:1]}")
+            command = typed.from_ros(msg).command
+        except ValueError as exc:
+            self.get_logger().warning(f"ignored a malformed command: {exc}")
             return
         if not isinstance(command, GoalField):
             return
@@ -106,7 +104,7 @@ class GraphLocaliserNode(Node):
     def _publish(self, loc: Localisation, stamp: Stamp) -> None:
         changed = self._last is None or self._last.status != loc.status or self._last.node_id != loc.node_id
         self._last, self._fixes = loc, self._fixes + 1
-        self._location_pub.publish(convert.to_string(convert.location_to_msg(loc, stamp)))
+        self._location_pub.publish(typed.to_ros(convert.location_to_msg(loc, stamp)))
         if changed:  # a status change is news now, not at the next period
             self._publish_diagnostics()
 

@@ -1,9 +1,11 @@
 """The benchmark world over ROS 2: one core Environment on a dataset's street graph.
 
-Publishes the view set of the current node (`~/views`, JSON in String; images on `~/images`
-as CompressedImage, the node's panorama among them where the view source has one and the
-`panorama` parameter is on), the pose (`~/fix`, `~/pose`, `~/path`) and the episode state
-(`~/episode`); applies actions that answer the current view set (`~/action`). Selecting an
+Publishes the view set of the current node (`~/views`, cityseeker_interfaces/ViewSet; its images as
+`image_format` says: raw sensor_msgs/Image on `~/images` by default, CompressedImage on
+`~/images/compressed` for png or jpeg; the node's panorama among them where the view source
+has one and the `panorama` parameter is on), the pose (`~/fix`, `~/pose`, `~/path`) and the episode state
+(`~/episode`, cityseeker_interfaces/Episode); applies actions that answer the current view set
+(`~/action`, cityseeker_interfaces/WorldAction). Selecting an
 episode is setting the `episode` and `seed` parameters (atomically when both change:
 `ros2 param set`, or the standard SetParametersAtomically service); `~/reset`
 (std_srvs/Trigger) restarts the selected episode. docs/ros_interfaces.md has the contract.
@@ -17,11 +19,9 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Path as PathMsg
-from pydantic import ValidationError
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from sensor_msgs.msg import CompressedImage, NavSatFix
-from std_msgs.msg import String
+from sensor_msgs.msg import NavSatFix
 from std_srvs.srv import Trigger
 
 from cityseeker_ros.core.datasets import load_dataset
@@ -31,9 +31,9 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import episode_metrics
 from cityseeker_ros.core.views import make_view_source
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.ros import convert, qos
+from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare, json_parameter
-from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin, Task, ViewSetMsg, parse
+from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin, Task, ViewSetMsg
 
 
 class StreetviewReplayNode(Node):
@@ -44,7 +44,7 @@ class StreetviewReplayNode(Node):
         if not p["data"]:
             raise ConfigError("parameter data is required: a dataset folder")
         if p["image_format"] not in convert.IMAGE_FORMATS:
-            raise ConfigError(f"parameter image_format must be one of {sorted(convert.IMAGE_FORMATS)}, "
+            raise ConfigError(f"parameter image_format must be one of {', '.join(convert.IMAGE_FORMATS)}, "
                               f"got {p['image_format']!r}")
         self._max_steps, self._max_invalid = int(p["max_steps"]), int(p["max_invalid_retries"])
         self._dtw_threshold_m = float(p["dtw_threshold_m"])
@@ -68,14 +68,16 @@ class StreetviewReplayNode(Node):
         self._run = self._seq = self._last_stamp_ns = 0
         self._ignored_actions = 0
 
-        self._views_pub = self.create_publisher(String, "~/views", qos.STATE)
-        self._images_pub = self.create_publisher(CompressedImage, "~/images", qos.view_images(self._max_views + 1))
-        self._episode_pub = self.create_publisher(String, "~/episode", qos.STATE)
+        self._views_pub = self.create_publisher(typed.msg_type(ViewSetMsg), "~/views", qos.STATE)
+        self._images_pub = self.create_publisher(convert.image_message_type(self._image_format),
+                                                 convert.image_topic("~/images", self._image_format),
+                                                 qos.view_images(self._max_views + 1))
+        self._episode_pub = self.create_publisher(typed.msg_type(EpisodeMsg), "~/episode", qos.STATE)
         self._fix_pub = self.create_publisher(NavSatFix, "~/fix", qos.STATE)
         self._pose_pub = self.create_publisher(PoseStamped, "~/pose", qos.STATE)
         self._path_pub = self.create_publisher(PathMsg, "~/path", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
-        self.create_subscription(String, "~/action", self._on_action, qos.STATE)
+        self.create_subscription(typed.msg_type(ActionMsg), "~/action", self._on_action, qos.STATE)
         self.create_service(Trigger, "~/reset", self._on_reset)
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
 
@@ -158,11 +160,11 @@ class StreetviewReplayNode(Node):
         else:
             self._publish_or_fail(observation)
 
-    def _on_action(self, msg: String) -> None:
+    def _on_action(self, msg: Any) -> None:
         try:
-            action = parse(ActionMsg, msg.data)
-        except ValidationError as exc:
-            self.get_logger().warning(f"ignored a malformed action: {exc.errors()[:1]}")
+            action: ActionMsg = typed.from_ros(msg)
+        except ValueError as exc:
+            self.get_logger().warning(f"ignored a malformed action: {exc}")
             return
         env, current = self._env, self._view_set
         if env is None or env.done or current is None or action.view_set_id != current.view_set_id:
@@ -218,7 +220,7 @@ class StreetviewReplayNode(Node):
             final = None
         if final is not None:
             self._view_set = final
-            self._views_pub.publish(convert.to_string(final))
+            self._views_pub.publish(typed.to_ros(final))
             self._publish_pose(final, stamp)
         self._publish_episode("ended")
         traj = self._env.trajectory
@@ -254,7 +256,7 @@ class StreetviewReplayNode(Node):
             self._images_pub.publish(convert.image_to_msg(panorama, stamp, view_set.panorama.frame_id,
                                                           self._image_format, self._jpeg_quality))
         self._view_set = view_set
-        self._views_pub.publish(convert.to_string(view_set))
+        self._views_pub.publish(typed.to_ros(view_set))
         self._publish_pose(view_set, stamp)
 
     def _publish_pose(self, view_set: ViewSetMsg, stamp) -> None:
@@ -283,7 +285,7 @@ class StreetviewReplayNode(Node):
                 msg.solvable = world.solvable(episode, self._max_steps)
                 msg.metrics = episode_metrics(world, episode, traj.path, msg.solvable,
                                               dtw_threshold_m=self._dtw_threshold_m)
-        self._episode_pub.publish(convert.to_string(msg))
+        self._episode_pub.publish(typed.episode_to_ros(msg, convert.stamp_from_ns(self.get_clock().now().nanoseconds)))
 
     def _publish_diagnostics(self) -> None:
         env, task = self._env, self._task

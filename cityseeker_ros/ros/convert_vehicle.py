@@ -17,7 +17,7 @@ from cityseeker_ros.core.airsim.bridge import BridgeStatus
 from cityseeker_ros.core.airsim.client import Kinematics
 from cityseeker_ros.core.airsim.frames import quat_to_matrix
 from cityseeker_ros.core.safety.commands import HOLD, Command, Goal, Hold, Velocity
-from cityseeker_ros.ros.convert import image_to_msg, stamp_to_msg
+from cityseeker_ros.ros.convert import image_to_msg, raw_image_msg, stamp_to_msg
 from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, Stamp, VelocityField
 
 
@@ -52,19 +52,11 @@ def odometry_from_kinematics(k: Kinematics, stamp: Stamp, frame_id: str = "map",
 
 def rgb_image(rgb: np.ndarray, stamp: Stamp, frame_id: str) -> Image:
     """Raw rgb8, row-major without padding (what image_transport's raw transport sends)."""
-    array = np.ascontiguousarray(rgb, dtype=np.uint8)
-    if array.ndim != 3 or array.shape[2] != 3:
-        raise ValueError(f"expected an RGB image (H x W x 3), got {array.shape}")
-    h, w = array.shape[:2]
-    msg = Image(header=header(stamp, frame_id), height=h, width=w, encoding="rgb8", is_bigendian=0, step=w * 3)
-    msg.data = array.tobytes()
-    return msg
+    return raw_image_msg(rgb, stamp, frame_id)
 
 
 def camera_image(rgb: np.ndarray, stamp: Stamp, frame_id: str, image_format: str) -> Image | CompressedImage:
     """`raw` gives sensor_msgs/Image; `jpeg`/`png` give CompressedImage (smaller on the wire)."""
-    if image_format == "raw":
-        return rgb_image(rgb, stamp, frame_id)
     return image_to_msg(rgb, stamp, frame_id, image_format)
 
 

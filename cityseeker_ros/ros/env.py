@@ -221,7 +221,7 @@ def shm_segments(shm_dir: Path = SHM_DIR) -> set[Path]:
 def remove_stale_shm(candidates: Iterable[Path]) -> list[Path]:
     """Remove the segments among `candidates` whose owner is dead, as `fastdds shm clean`
     does: a live participant holds an exclusive lock on `<segment>_el`. A node killed with
-    SIGKILL leaves its segment behind (16 MB of RAM-backed /dev/shm with our profile);
+    SIGKILL leaves its segment behind (32 MB of RAM-backed /dev/shm with our profile);
     callers pass only segments they saw appear, so nobody else's are touched."""
     import fcntl
 

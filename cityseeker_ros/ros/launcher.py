@@ -17,6 +17,7 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets
+from cityseeker_ros.ros.run_config import RunConfig
 from cityseeker_ros.ros.runner import NodeSpec, RunFailed, Runner
 
 
@@ -125,29 +126,57 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
     return json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
 
-def run_bag(bag: Path, out_bag: Path, policy: str, policy_params: dict[str, Any], *, rate: float = 1.0,
-            views_topic: str = "/supervisor/views", images_topic: str = "/streetview_replay/images", data: str = "",
-            settle_s: float = 10.0, timeout_s: Optional[float] = None, domain_id: Optional[int] = None
-            ) -> dict[str, Any]:
-    """bag_eval.launch.py's processes: play `bag`, decide each played view set with `policy`,
-    record the decisions into `out_bag`; `settle_s` after the player ends (time for the last
-    decision) the recorder finishes its bag. The report compares them with the recorded ones."""
+def run_bag(run: RunConfig, *, settle_s: float = 10.0, timeout_s: Optional[float] = None,
+            domain_id: Optional[int] = None) -> dict[str, Any]:
+    """bag_eval.launch.py's processes: play `run.bag`, decide each played view set with the
+    run's policy, record the decisions into `run.out_bag`; `settle_s` after the player ends (time
+    for the last decision) the recorder finishes its bag. The report compares them with the
+    recorded ones."""
     from cityseeker_ros.bag.evaluate import compare_decisions, write_redecision
 
-    if not Path(bag).exists():
+    bag, out_bag = Path(run.bag), Path(run.out_bag)
+    if not bag.exists():
         raise ConfigError(f"{bag}: no such bag")
-    if Path(out_bag).exists():
+    if out_bag.exists():
         raise ConfigError(f"{out_bag}: exists; the recorder writes a new bag")
-    nodes = node_sets.bag_nodes(bag, out_bag, policy, policy_params, rate=rate, views_topic=views_topic,
-                                images_topic=images_topic, data=data)
+    nodes = node_sets.nodes(run)
     logs = Path(f"{out_bag}.logs")
     with domain(domain_id) as domain_id_used:
-        print(f"ROS_DOMAIN_ID={domain_id_used}: playing {bag} into a {policy} decision node; logs in {logs}",
-              flush=True)
+        print(f"ROS_DOMAIN_ID={domain_id_used}: playing {bag} into a {run.benchmark.policy} decision node; "
+              f"logs in {logs}", flush=True)
         with Runner(nodes, logs, ros.ros_env(domain_id=domain_id_used)) as runner:
             runner.start()
             runner.watch(lambda: runner.exited(node_sets.PLAYER), timeout_s)
             time.sleep(settle_s)
             if runner.end(node_sets.RECORDER) != 0:
                 raise RunFailed(f"the recorder failed:\n{runner.tail(node_sets.RECORDER)}")
-    return write_redecision(compare_decisions(Path(bag), Path(out_bag)), Path(f"{out_bag}.eval"))
+    return write_redecision(compare_decisions(bag, out_bag), Path(f"{out_bag}.eval"))
+
+
+def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False,
+             result_file: Optional[Path] = None, timeout_s: Optional[float] = None,
+             domain_id: Optional[int] = None) -> int:
+    """`cityseeker seek`: start the camera (or AirSim) node set serving Seek goals
+    (node_sets.seek_nodes), send one goal through nodes/seek_client.py in its own ROS process (its
+    feedback and result go to this terminal), stop everything started; the client's exit code
+    (0: the goal succeeded)."""
+    nodes = node_sets.seek_nodes(run)
+    missing = ros.missing_ros_modules()
+    if missing:
+        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): pip install -e '.[ros]'")
+    logs = Path(run.out) / "ros"
+    client_args = [need, "--max-steps", str(max_steps)] + (["--preempt"] if preempt else [])
+    if result_file is not None:
+        client_args += ["--json", str(result_file)]
+    with domain(domain_id) as domain_id_used:
+        print(f"ROS_DOMAIN_ID={domain_id_used}: {', '.join(n.name for n in nodes)}; node logs in {logs}", flush=True)
+        env = ros.ros_env(domain_id=domain_id_used)
+        with Runner(nodes, logs, env) as runner:
+            runner.start()
+            client = ros.spawn(ros.python_module_command("cityseeker_ros.nodes.seek_client", *client_args), env,
+                               die_with_parent=True)
+            try:
+                runner.watch(lambda: client.poll() is not None, timeout_s)
+            finally:
+                ros.stop(client)
+    return int(client.returncode)

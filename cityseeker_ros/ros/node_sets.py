@@ -1,17 +1,22 @@
-"""The node sets `cityseeker run` starts: the same nodes, parameters and wiring as the launch
-files in launch/ (tests/test_launch.py checks that both name the same executables)."""
+"""The node sets of a run: `nodes(run)` is what `cityseeker run KIND` starts and what
+launch/KIND.launch.py builds its Node actions from (tests/test_launch.py evaluates the launch
+files and compares every node, parameter and remapping with these)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from cityseeker_ros.core.benchmark import BenchmarkConfig
 from cityseeker_ros.core.policies import POLICIES
+from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
+from cityseeker_ros.ros.run_config import RunConfig
 from cityseeker_ros.ros.runner import NodeSpec
 
 REPLAY, DECISION, SUPERVISOR, EVALUATOR = "streetview_replay", "vlm_decision", "supervisor", "evaluator"
 LOCALISER, CAMERA, BRIDGE = "graph_localiser", "camera_ingest", "airsim_bridge"
+WALKER = "walker"
 
 
 def run_params(config: BenchmarkConfig) -> dict[str, Any]:
@@ -19,6 +24,7 @@ def run_params(config: BenchmarkConfig) -> dict[str, Any]:
     return {
         "data": str(Path(config.data).resolve()), "dataset": config.dataset, "policy": config.policy,
         "policy_params": json.dumps(config.policy_params), "seeds": list(config.seeds), "limit": config.limit or 0,
+        "per_category": config.per_category or 0,
         "max_steps": config.max_steps, "max_invalid_retries": config.max_invalid_retries,
         "dtw_threshold_m": float(config.dtw_threshold_m), "views": config.views or "",
         "view_params": json.dumps(config.view_params), "strategies": json.dumps(config.strategies),
@@ -27,10 +33,37 @@ def run_params(config: BenchmarkConfig) -> dict[str, Any]:
     }
 
 
-def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, int]], *,
-                    decision_timeout_s: float = 10.0) -> list[NodeSpec]:
-    """World, decision, supervisor and evaluator for a benchmark run. Images travel as PNG, so a
-    policy that reads them decides on the same pixels as in process."""
+def nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]] = None) -> list[NodeSpec]:
+    """The node set of `run`. `tasks` is the runner's plan of what a resumed run still needs;
+    None (a launch file) leaves the supervisor to run every episode x seed."""
+    config, out = run.benchmark, Path(run.out)
+    if run.kind == "benchmark":
+        return benchmark_nodes(config, out, tasks, decision_timeout_s=run.decision_timeout_s,
+                               image_format=run.image_format)
+    if run.kind == "camera":
+        walker = [walker_node(config, run.fix_topic)] if run.walker == "sim" else []
+        return walker + camera_nodes(config, out, tasks, source=run.source, source_params=run.source_params,
+                                     fix_topic=run.fix_topic, decision_timeout_s=run.decision_timeout_s,
+                                     image_format=run.image_format)
+    if run.kind == "airsim":
+        bridge = {"host": run.host, "port": run.port, "anchor": run.anchor, "motion": run.motion,
+                  "safety_config": run.safety_config}
+        camera = {"host": run.host, "port": run.port, "anchor": run.anchor_object(), **run.camera_params}
+        return airsim_nodes(config, out, tasks, bridge=bridge, camera_params=camera, altitude_m=run.altitude_m,
+                            decision_timeout_s=run.decision_timeout_s, image_format=run.image_format)
+    return bag_nodes(Path(run.bag), Path(run.out_bag), config.policy, config.policy_params, rate=run.rate,
+                     views_topic=run.views_topic, images_topic=run.images_topic, data=config.data)
+
+
+def _tasks(tasks: Optional[list[tuple[str, int]]]) -> str:
+    return "" if tasks is None else json.dumps([list(t) for t in tasks])
+
+
+def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], *,
+                    decision_timeout_s: float = 10.0, image_format: str = VIEW_IMAGE_FORMAT) -> list[NodeSpec]:
+    """World, decision, supervisor and evaluator for a benchmark run. Images travel in
+    `image_format` (by default lossless), so a policy that reads them decides on the same pixels
+    as in process."""
     policy = POLICIES.get(config.policy)
     run = run_params(config)
     views = config.views if getattr(policy, "uses_images", True) and config.views else ""
@@ -38,11 +71,11 @@ def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, i
         NodeSpec(REPLAY, "cityseeker_ros.nodes.streetview_replay", {
             "data": run["data"], "dataset": config.dataset, "max_steps": config.max_steps,
             "max_invalid_retries": config.max_invalid_retries, "dtw_threshold_m": run["dtw_threshold_m"],
-            "views": views, "view_params": run["view_params"], "image_format": "png",
+            "views": views, "view_params": run["view_params"], "image_format": image_format,
             "panorama": bool(views) and _shows_panorama(policy, config.policy_params)}),
         _decision(config, run, f"/{REPLAY}/images"),
         NodeSpec(SUPERVISOR, "cityseeker_ros.nodes.supervisor", {
-            **run, "tasks": json.dumps([list(t) for t in tasks]), "decision_timeout_s": float(decision_timeout_s)}),
+            **run, "tasks": _tasks(tasks), "decision_timeout_s": float(decision_timeout_s)}),
         NodeSpec(EVALUATOR, "cityseeker_ros.nodes.evaluator", {**run, "out": str(Path(out).resolve())}, respawn=True),
     ]
 
@@ -60,9 +93,9 @@ def _decision(config: BenchmarkConfig, run: dict[str, Any], images: str) -> Node
         "dataset": config.dataset}, remaps=(("views", f"/{SUPERVISOR}/views"), ("images", images)), respawn=True)
 
 
-def _live_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, int]], source: str,
+def _live_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], source: str,
                 source_params: dict[str, Any], fix_topic: str, decision_timeout_s: float,
-                altitude_m: float = 0.0) -> list[NodeSpec]:
+                altitude_m: float = 0.0, image_format: str = VIEW_IMAGE_FORMAT) -> list[NodeSpec]:
     """Localiser, camera, decision, supervisor (live) and evaluator: the camera and AirSim runs."""
     run = run_params(config)
     return [
@@ -70,40 +103,58 @@ def _live_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, int]]
                  remaps=(("fix", fix_topic),)),
         NodeSpec(CAMERA, "cityseeker_ros.nodes.camera_ingest", {
             "data": run["data"], "dataset": config.dataset, "source": source,
-            "source_params": json.dumps(source_params), "max_steps": config.max_steps, "image_format": "png"},
+            "source_params": json.dumps(source_params), "max_steps": config.max_steps,
+            "image_format": image_format},
             remaps=(("location", f"/{LOCALISER}/location"), ("episode", f"/{SUPERVISOR}/episode"))),
         _decision(config, run, f"/{CAMERA}/images"),
         NodeSpec(SUPERVISOR, "cityseeker_ros.nodes.supervisor", {
-            **run, "tasks": json.dumps([list(t) for t in tasks]), "mode": "live", "world_node": f"/{CAMERA}",
+            **run, "tasks": _tasks(tasks), "mode": "live", "world_node": f"/{CAMERA}",
             "decision_timeout_s": float(decision_timeout_s), "altitude_m": float(altitude_m)}),
         NodeSpec(EVALUATOR, "cityseeker_ros.nodes.evaluator", {**run, "out": str(Path(out).resolve())}, respawn=True),
     ]
 
 
-def camera_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, int]], *, source: str,
-                 source_params: dict[str, Any], fix_topic: str = "/fix",
-                 decision_timeout_s: float = 10.0) -> list[NodeSpec]:
+def camera_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], *, source: str,
+                 source_params: dict[str, Any], fix_topic: str = "/fix", decision_timeout_s: float = 10.0,
+                 image_format: str = VIEW_IMAGE_FORMAT) -> list[NodeSpec]:
     """camera.launch.py's nodes: a walking user's camera and GNSS, AR guidance on /supervisor/guidance."""
-    return _live_nodes(config, out, tasks, source, source_params, fix_topic, decision_timeout_s)
+    return _live_nodes(config, out, tasks, source, source_params, fix_topic, decision_timeout_s,
+                       image_format=image_format)
 
 
-def airsim_nodes(config: BenchmarkConfig, out: Path, tasks: list[tuple[str, int]], *, bridge: dict[str, Any],
-                 camera_params: dict[str, Any], altitude_m: float = 0.0,
-                 decision_timeout_s: float = 10.0) -> list[NodeSpec]:
+def airsim_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], *,
+                 bridge: dict[str, Any], camera_params: dict[str, Any], altitude_m: float = 0.0,
+                 decision_timeout_s: float = 10.0, image_format: str = VIEW_IMAGE_FORMAT) -> list[NodeSpec]:
     """airsim.launch.py's nodes: the bridge (behind its safety gate) and the live node set."""
     # The e-stop latch lives with the run: a restarted bridge, or runner on the same OUT, stays latched.
     bridge = {"estop_state_file": str(Path(out).resolve() / "ros" / f"{BRIDGE}.estop.json"), **bridge}
     bridge_node = NodeSpec(BRIDGE, "cityseeker_ros.nodes.airsim_bridge", bridge,
                            remaps=(("command", f"/{SUPERVISOR}/command"), ("heartbeat", f"/{SUPERVISOR}/heartbeat")))
     return [bridge_node, *_live_nodes(config, out, tasks, "airsim", camera_params, f"/{BRIDGE}/fix",
-                                      decision_timeout_s, altitude_m)]
+                                      decision_timeout_s, altitude_m, image_format)]
 
 
-PLAYER, RECORDER = "bag_player", "bag_recorder"
+def walker_node(config: BenchmarkConfig, fix_topic: str) -> NodeSpec:
+    """The simulated walker (`walker: sim`): fixes on the run's fix topic, the supervisor's goals."""
+    return NodeSpec(WALKER, "cityseeker_ros.nodes.walker", {"data": str(Path(config.data).resolve()),
+                                                            "dataset": config.dataset},
+                    remaps=(("fix", fix_topic), ("command", f"/{SUPERVISOR}/command")))
+
+
+def seek_nodes(run: RunConfig) -> list[NodeSpec]:
+    """A camera or AirSim run's nodes serving Seek goals: the supervisor in mode seek (no plan;
+    nodes/supervisor_actions.py) and no evaluator, since a seek writes no benchmark record."""
+    if run.kind not in ("camera", "airsim"):
+        raise ValueError(f"a seek runs on a camera or airsim node set, not {run.kind!r}")
+    return [replace(n, params={**n.params, "mode": "seek", "tasks": ""}) if n.name == SUPERVISOR else n
+            for n in nodes(run, []) if n.name != EVALUATOR]
+
+
+PLAYER, RECORDER, ASKER = "bag_player", "bag_recorder", "bag_asker"
 
 
 def bag_nodes(bag: Path, out_bag: Path, policy: str, policy_params: dict[str, Any], *, rate: float = 1.0,
-              views_topic: str = "/supervisor/views", images_topic: str = "/streetview_replay/images",
+              views_topic: str = "/supervisor/decide_goal", images_topic: str = "/streetview_replay/images",
               data: str = "") -> list[NodeSpec]:
     """bag_eval.launch.py's processes: a fresh decision node answers the played view sets, the
     recorder keeps its decisions with the view sets they answer."""
@@ -112,10 +163,13 @@ def bag_nodes(bag: Path, out_bag: Path, policy: str, policy_params: dict[str, An
         NodeSpec(DECISION, "cityseeker_ros.nodes.vlm_decision", {
             "policy": policy, "policy_params": json.dumps(policy_params), "data": data if privileged else "",
             "autostart": True},
-            remaps=(("views", views_topic), ("images", images_topic))),
+            remaps=(("images", images_topic),)),
+        # the decision node is a Decide action server: this client asks it about each played view set
+        NodeSpec(ASKER, "cityseeker_ros.bag.asker", argv=(views_topic, "--action", f"/{DECISION}/decide")),
         NodeSpec(RECORDER, "cityseeker_ros.bag.recorder",
                  argv=(str(out_bag), "--topics", f"/{DECISION}/decision", views_topic, images_topic)),
+        # plays once both the recorder and the asker (views) or the decision node (images) listen
         NodeSpec(PLAYER, "cityseeker_ros.bag.player",
                  argv=(str(bag), "--rate", str(rate), "--clock", "--topics", views_topic, images_topic,
-                       "--wait-for-subscribers", "10"), finite=True),
+                       "--wait-for-subscribers", "10", "--subscribers", "2"), finite=True),
     ]

@@ -16,6 +16,11 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.supervisor.live import DEFAULT_STALL_TIMEOUT_S
 
+# The view images' wire format between the world or camera node and the decision node: the one
+# default of the nodes' image_format parameter and of a run's image_format setting
+# (ros/run_config.py). Lossless, so decisions on images over DDS match an in-process run.
+VIEW_IMAGE_FORMAT = "raw"
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -46,8 +51,9 @@ STREETVIEW_REPLAY = (
     ParamSpec("dtw_threshold_m", DEFAULT_DTW_THRESHOLD_M, "d_th of the standard nDTW, metres"),
     ParamSpec("views", "", "view source name (panorama-folder, rendered, airsim...); '' sends headings only"),
     ParamSpec("view_params", "{}", "JSON object of the view source's settings"),
-    ParamSpec("image_format", "jpeg", "view image encoding on the wire: jpeg, or png (lossless: decisions "
-              "on images then match an in-process run bit for bit)"),
+    ParamSpec("image_format", VIEW_IMAGE_FORMAT, "view image format on the wire: raw (sensor_msgs/Image rgb8, "
+              "the cheapest between processes), png (lossless) or jpeg (lossy) as CompressedImage on "
+              "images/compressed"),
     ParamSpec("jpeg_quality", 90, "JPEG quality, 1-100"),
     ParamSpec("max_views", 8, "images kept per view set on the images topic (history depth)"),
     ParamSpec("panorama", True, "send the node's panorama with each view set where the view source has one "
@@ -84,6 +90,8 @@ RUN = (
     ParamSpec("model", "", "model path or served model name (shorthand for policy_params model)"),
     ParamSpec("seeds", [0], "seeds to run every episode with"),
     ParamSpec("limit", 0, "run only the first N episodes (0: all)"),
+    ParamSpec("per_category", 0, "only the first N episodes of each category of each city (0: all); limit then "
+              "cuts that list"),
     ParamSpec("tasks", "", "JSON list of [episode_id, seed] pairs to run, in order; '' = episodes x seeds "
               "(the runner passes the tasks a resumed run still needs)"),
     ParamSpec("max_steps", DEFAULT_MAX_STEPS, "step budget per episode (must match the world node's)"),
@@ -100,8 +108,11 @@ RUN = (
 )
 
 SUPERVISOR = RUN + (
-    ParamSpec("mode", "replay", "what a decision becomes: replay (an action for the world node), vehicle "
-              "(a motion goal for a vehicle bridge) or guidance (AR guidance for a walking user)"),
+    ParamSpec("mode", "replay", "replay (a benchmark: each decision is an action for the world node) or live "
+              "(view sets come from camera_ingest; each decision becomes a motion goal on ~/command for a "
+              "vehicle bridge and AR guidance on ~/guidance for a walking user), seek (live; no plan: each goal of the "
+              "~/seek action is a need sought from where the vehicle stands) or episodes (replay; no plan: each "
+              "goal of the ~/run_episode action runs one task)"),
     ParamSpec("world_node", "/streetview_replay", "node serving view sets (views, images, episode, action)"),
     ParamSpec("decision_node", "/vlm_decision", "the lifecycle decision node"),
     ParamSpec("localiser_node", "/graph_localiser", "live: the graph localiser, whose location says when the "
@@ -188,10 +199,24 @@ CAMERA_INGEST = (
     ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
     ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
     ParamSpec("max_steps", DEFAULT_MAX_STEPS, "view sets per run at most (the step budget)"),
-    ParamSpec("image_format", "jpeg", "view image encoding on the wire: jpeg or png"),
+    ParamSpec("image_format", VIEW_IMAGE_FORMAT, "view image format on the wire: raw (sensor_msgs/Image rgb8), "
+              "png (lossless) or jpeg (lossy) as CompressedImage on images/compressed"),
     ParamSpec("jpeg_quality", 90, "JPEG quality, 1-100"),
     ParamSpec("max_views", 8, "images kept per view set on the images topic (history depth)"),
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
+WALKER = (
+    ParamSpec("data", "", "dataset folder with the street graph (places the walker's start)"),
+    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
+    ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
+    ParamSpec("start", "", "\"lat,lon\" where the walker starts; '' = node start_node"),
+    ParamSpec("start_node", "", "street-graph node where the walker starts; '' = the first episode's start"),
+    ParamSpec("speed_m_s", 0.0, "walking speed, m/s; 0 teleports to each goal (reproducible runs)"),
+    ParamSpec("noise_m", 0.0, "uniform GNSS noise of up to this many metres on each fix"),
+    ParamSpec("seed", 0, "seed of the GNSS noise"),
+    ParamSpec("fix_rate_hz", 20.0, "fixes per second on `fix`"),
+    ParamSpec("frame_id", "gps", "frame of the fixes"),
 )
 
 # Node names as the executables name them by default (and config/<name>.yaml's top-level key).
@@ -203,6 +228,7 @@ NODES: dict[str, tuple[ParamSpec, ...]] = {
     "airsim_bridge": AIRSIM_BRIDGE,
     "supervisor": SUPERVISOR,
     "evaluator": EVALUATOR,
+    "walker": WALKER,
 }
 
 
@@ -261,7 +287,8 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
         policy_params=policy_params(parsed("policy_params"), values["backend"], values["model"]),
         seeds=[int(s) for s in values["seeds"]],
         max_steps=int(values["max_steps"]), max_invalid_retries=int(values["max_invalid_retries"]),
-        limit=int(values["limit"]) or None, dtw_threshold_m=float(values["dtw_threshold_m"]),
+        limit=int(values["limit"]) or None, per_category=int(values["per_category"]) or None,
+        dtw_threshold_m=float(values["dtw_threshold_m"]),
         views=values["views"] or None, view_params=parsed("view_params"), strategies=strategies,
         rounds=int(values["rounds"]), max_backtracks=int(values["max_backtracks"]),
         follow_hints=values["follow_hints"], memory=values["memory"] or None)
@@ -270,6 +297,19 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
 
 
 def declare(node, specs: tuple[ParamSpec, ...]) -> None:
-    """Declare every parameter of `specs` on an rclpy node, with its descriptor."""
+    """Declare every parameter of `specs` on an rclpy node, with its descriptor. A value given
+    for a parameter the node does not declare (a typo in a params file or a `-p`) would be
+    ignored silently by rclpy, so it is refused here, listing the known parameters."""
     for spec in specs:
         node.declare_parameter(spec.name, spec.default, spec.descriptor())
+    # rclpy keeps the node's overrides (params files, -p) in this attribute; it has no public getter.
+    unknown_parameters(node.get_name(), getattr(node, "_parameter_overrides", {}), node.has_parameter, specs)
+
+
+def unknown_parameters(node_name: str, overrides, declared, specs: tuple[ParamSpec, ...]) -> None:
+    """Raise ConfigError naming the overridden parameters that are neither declared (by `specs`
+    or by rclpy itself: use_sim_time...) nor QoS overrides."""
+    unknown = sorted(name for name in overrides if not declared(name) and not name.startswith("qos_overrides."))
+    if unknown:
+        raise ConfigError(f"{node_name}: unknown parameter(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(spec.name for spec in specs)}")

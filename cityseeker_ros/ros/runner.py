@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -27,8 +28,9 @@ from typing import Any, Optional
 
 import yaml
 
+from cityseeker_ros.core.benchmark import RUN_COMMAND_ENV
 from cityseeker_ros.core.errors import CitySeekerError
-from cityseeker_ros.core.redact import redact
+from cityseeker_ros.core.redact import redact, redact_command
 from cityseeker_ros.core.text import clean_json
 from cityseeker_ros.ros import env as ros
 
@@ -47,14 +49,23 @@ class NodeSpec:
     argv: Optional[tuple[str, ...]] = None
     finite: bool = False
 
-    def command(self, params_file: Path) -> list[str]:
+    @property
+    def executable(self) -> str:
+        """The console script (setup.py) of a node: its module's name."""
+        return self.module.rsplit(".", 1)[-1]
+
+    @property
+    def defaults_file(self) -> Path:
+        """config/EXECUTABLE.yaml, read before the run's own parameters (every node has one)."""
+        return ros.config_file(f"{self.executable}.yaml")
+
+    def command(self, params_file: Optional[Path] = None) -> list[str]:
         args = list(self.argv) if self.argv is not None else self.ros_args(params_file)
         return ros.python_module_command(self.module, *args)
 
     def ros_args(self, params_file: Path) -> list[str]:
         args = ["--ros-args", "-r", f"__node:={self.name}"]
-        default = ros.config_file(f"{self.module.rsplit('.', 1)[-1]}.yaml")  # every node has one
-        args += ["--params-file", str(default), "--params-file", str(params_file)]
+        args += ["--params-file", str(self.defaults_file), "--params-file", str(params_file)]
         for old, new in self.remaps:
             args += ["-r", f"{old}:={new}"]
         return args
@@ -91,8 +102,12 @@ class Runner:
     stops every process it started. Logs go to `logs`/NAME.log."""
 
     def __init__(self, nodes: Sequence[NodeSpec], logs: Path, env: dict[str, str],
-                 single_process: bool = False, log: Callable[[str], None] = print, monitor: bool = True) -> None:
+                 single_process: bool = False, log: Callable[[str], None] = print, monitor: bool = True,
+                 command: Optional[str] = None) -> None:
         self.nodes, self.logs, self.env = list(nodes), Path(logs), env
+        # The user's command (default: this process's, credentials masked), which the evaluator
+        # records in config.json instead of its own node command line.
+        self.command = redact_command(sys.argv) if command is None else command
         self.single_process, self.log, self.monitor = single_process, log, monitor
         self.logs.mkdir(parents=True, exist_ok=True)
         # The nodes read their parameters, credentials included, from a private file outside the
@@ -148,7 +163,7 @@ class Runner:
         start, and record its PID in processes.json."""
         reason = self.logs / f"{name}.reason"
         reason.unlink(missing_ok=True)
-        env = {**self.env, EXIT_REASON_ENV: str(reason)}
+        env = {**self.env, EXIT_REASON_ENV: str(reason), RUN_COMMAND_ENV: self.command}
         stderr = subprocess.STDOUT if stdout is not None else None
         process = ros.spawn(command, env, stdout=stdout, stderr=stderr, die_with_parent=True)
         self.started.append({"name": name, "pid": process.pid, "started": time.time()})

@@ -1,16 +1,14 @@
-"""The JSON records carried in std_msgs/String: view sets, decisions, actions and episodes.
+"""The records the nodes exchange, as pydantic models: view sets, decisions, actions, episodes,
+outcomes, status, locations, guidance, motion commands and safety states.
 
-Why JSON in String rather than custom .msg types (docs/ros_interfaces.md has the long form):
-the PyPI wheels can build interfaces only with a hand-repointed CMake (DESIGN.md section 6),
-which CI would have to repeat on every fresh machine, and a real install would need colcon
-for a second package; these records also change as the task grows (two-stage goals,
-supervisor events), which a JSON schema absorbs with a version field rather than a rebuild of
-every consumer. Pixels and poses, which standard types describe well, travel as standard
-messages (CompressedImage, NavSatFix, PoseStamped, Path, DiagnosticArray).
+On the wire each travels as its cityseeker_interfaces message (ros/typed.py converts, one
+function pair per record); here they validate what a message type cannot (a move names an
+index, a decision carries an action or an error) and give the JSON that run files, test
+reports and `as_dict` use. This module imports neither rclpy nor message packages: evaluators
+and bag tools use the records without ROS.
 
-Every record names its kind and schema version, so bags stay readable after the schema moves
-on. This module imports neither rclpy nor message packages: evaluators and bag tools read the
-records without ROS.
+`to_json`/`parse` and each record's `kind` and `version` are the JSON form of bags recorded
+before the typed interfaces (std_msgs/String): bag/evaluate.py still reads those.
 """
 from __future__ import annotations
 

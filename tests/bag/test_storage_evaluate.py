@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from rclpy.serialization import serialize_message
 from rosbags.typesys.stores.ros2_jazzy import std_msgs__msg__String as String
 
 from cityseeker_ros.bag.evaluate import rescore, write_rescore
@@ -15,6 +16,7 @@ from cityseeker_ros.core.benchmark import run_episode
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.policies import make_policy
+from cityseeker_ros.ros import typed
 from cityseeker_ros.ros.schema import EpisodeMsg, Task
 
 EPISODE_TOPIC = "/streetview_replay/episode"
@@ -81,11 +83,12 @@ def test_bad_input_fails_with_one_clear_line(tmp_path):
     assert done.returncode == 2 and done.stderr.strip().endswith("no such bag") and len(done.stderr.splitlines()) == 1
 
 
-def episode_bag(path, tiny_city, runs, tamper=None):
-    """A bag holding what the replay node publishes on its episode topic for in-process runs."""
+def episode_bag(path, tiny_city, runs, tamper=None, legacy=False):
+    """A bag holding what the replay node publishes on its episode topic for in-process runs:
+    cityseeker_interfaces/Episode, or (`legacy`) the JSON in String of bags from before it."""
     world = load_dataset(tiny_city)[0]
     with BagWriter(path) as writer:
-        writer.add_topic(EPISODE_TOPIC, "std_msgs/msg/String")
+        writer.add_topic(EPISODE_TOPIC, "std_msgs/msg/String" if legacy else "cityseeker_interfaces/msg/Episode")
         for n, (index, seed) in enumerate(runs, start=1):
             episode = world.episodes[index]
             rec = run_episode(world, episode, make_policy("random"), seed)
@@ -98,13 +101,17 @@ def episode_bag(path, tiny_city, runs, tamper=None):
                                steps=rec["steps"], end_reason=rec["end_reason"], solvable=rec["solvable"],
                                metrics=metrics, path_latlon=rec["path_latlon"])
             for k, msg in enumerate((running, ended, ended)):  # latched state can arrive twice
-                writer.write_message(EPISODE_TOPIC, 10 * n + k, String(data=msg.to_json()))
+                if legacy:
+                    writer.write_message(EPISODE_TOPIC, 10 * n + k, String(data=msg.to_json()))
+                else:
+                    writer.write(EPISODE_TOPIC, 10 * n + k, serialize_message(typed.to_ros(msg)))
     return [run_episode(world, world.episodes[i], make_policy("random"), s) for i, s in runs]
 
 
-def test_rescore_reproduces_in_process_metrics_and_flags_changes(tmp_path, tiny_city):
+@pytest.mark.parametrize("legacy", [False, True], ids=["typed", "legacy-json"])
+def test_rescore_reproduces_in_process_metrics_and_flags_changes(tmp_path, tiny_city, legacy):
     runs = [(0, 1), (1, 2), (0, 4)]
-    expected = episode_bag(tmp_path / "good", tiny_city, runs)
+    expected = episode_bag(tmp_path / "good", tiny_city, runs, legacy=legacy)
     result = rescore(tmp_path / "good", tiny_city)
     assert result.identical and len(result.records) == 3
     for record, want in zip(result.records, expected):
@@ -114,7 +121,7 @@ def test_rescore_reproduces_in_process_metrics_and_flags_changes(tmp_path, tiny_
     assert summary["overall"]["episodes"] == 2 and summary["overall"]["seeds"] == 3
     assert (tmp_path / "out" / "comparison.json").is_file()
 
-    episode_bag(tmp_path / "bad", tiny_city, runs[:1], tamper={"spl": 12.5})
+    episode_bag(tmp_path / "bad", tiny_city, runs[:1], tamper={"spl": 12.5}, legacy=legacy)
     bad = rescore(tmp_path / "bad", tiny_city)
     assert not bad.identical and bad.comparisons[0]["differing"] == ["spl"]
     done = subprocess.run([sys.executable, "-m", "cityseeker_ros", "bag", "eval", str(tmp_path / "bad"),
@@ -126,3 +133,42 @@ def test_rescore_reproduces_in_process_metrics_and_flags_changes(tmp_path, tiny_
         writer.write_message(EPISODE_TOPIC, 1, String(data=EpisodeMsg(status="idle").to_json()))
     with pytest.raises(ConfigError, match=f"no ended episode on {EPISODE_TOPIC}"):
         rescore(tmp_path / "unfinished", tiny_city)
+
+
+def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path, tiny_city):
+    """A bag of a supervised run holds each Decide goal (view set + BCR context) on
+    /supervisor/decide_goal and each answer on /vlm_decision/decision: re-deciding with the
+    recorded policy agrees everywhere, and the view sets come back with their context."""
+    from cityseeker_interfaces.action import Decide
+    from cityseeker_ros.bag.evaluate import _records, redecide
+    from cityseeker_ros.bag.topics import DECIDE_GOAL, DECISION, DECISIONS, SUPERVISOR_VIEWS
+    from cityseeker_ros.core.benchmark import episode_rng
+    from cityseeker_ros.core.environment import Environment
+    from cityseeker_ros.ros import convert
+    from cityseeker_ros.ros.schema import Stamp, ViewSetMsg
+
+    world = load_dataset(tiny_city)[0]
+    episode = world.episodes[0]
+    policy, env = make_policy("forward"), Environment(world)
+    policy.reset(episode, episode_rng(0, episode.episode_id))
+    obs, steps = env.reset(episode), 0
+    with BagWriter(tmp_path / "supervised") as writer:
+        writer.add_topic(SUPERVISOR_VIEWS, DECIDE_GOAL)
+        writer.add_topic(DECISIONS, DECISION)
+        while not env.done and steps < 5:
+            task = convert.task_from_episode(episode, seed=0, run=1)
+            view_set = convert.observation_to_view_set(obs, task, f"vs{steps}", Stamp(sec=steps, nanosec=0))
+            context = {"backtrack": None, "surroundings": None, "history": f"step {steps}", "feedback": None}
+            goal = Decide.Goal(view_set=typed.view_set_to_ros(view_set), context=typed.context_to_ros(context))
+            decision = policy.decide(obs)
+            answer = convert.decision_to_msg(decision, view_set, "forward", 0.001)
+            writer.write(SUPERVISOR_VIEWS, 10 * steps, serialize_message(goal))
+            writer.write(DECISIONS, 10 * steps + 1, serialize_message(typed.to_ros(answer)))
+            obs = env.step(decision.action).observation
+            steps += 1
+    with BagReader(tmp_path / "supervised") as reader:
+        read = list(_records(reader, SUPERVISOR_VIEWS, ViewSetMsg))
+    assert [v.context["history"] for v in read] == [f"step {i}" for i in range(steps)]
+    report = redecide(tmp_path / "supervised", "forward").report()
+    assert report["views_topic"] == SUPERVISOR_VIEWS
+    assert report["compared"] == steps > 0 and report["agreement"] == 1.0, report

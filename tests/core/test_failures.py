@@ -166,3 +166,37 @@ def test_pick_mixed_takes_each_tag_in_turn():
     assert len(set(pick_mixed(recs, tags, 40))) == 15
     assert pick_mixed(recs, tags, 0) == []
     assert set(TAGS) >= {t for ts in tags for t in ts}
+
+
+def test_perception_split_partitions_the_failures_of_a_reading_policy():
+    from cityseeker_ros.core.failures import perception_tree, saw_satisfying
+
+    def seen(step, text="Pharmacie"):
+        return {"perception": {"satisfying_seen_step": step, "satisfying_text": text}}
+
+    records = [
+        record(["F3", "F2", "F1", "N", "T"], success=True, episode_id="ok", **seen(2)),
+        record(["F3", "F2"], end="budget_exhausted", episode_id="blind", **seen(None, None)),
+        record(["F3", "F2", "F3"], episode_id="elsewhere", **seen(1)),  # saw one, never within 50 m
+        record(["F3", "F2", "F1", "N", "F1"], episode_id="passed", **seen(3)),  # within 33 m, stopped away
+        record(["F3", "F2"], latlon=False, episode_id="nowhere", **seen(0)),  # no coordinates
+        record(["F3", "F2"], episode_id="no-perception"),  # another policy: not counted here
+    ]
+    assert [saw_satisfying(r) for r in records] == [True, False, True, True, True, None]
+    tree = perception_tree(records)
+    children = {c["key"]: c["count"] for c in tree["children"]}
+    assert children == {"perception/never-saw": 1, "perception/saw-not-went": 1, "perception/went-not-stopped": 1,
+                        "perception/saw-distance-unknown": 1}
+    assert tree["count"] == sum(children.values()) == 4  # the children partition the failures
+    assert tree["tags"]["loop"] == 2  # "elsewhere" and "passed" revisit a node
+    assert perception_tree([record(["F3", "F2"])]) is None  # no reading policy: no split
+
+
+def test_report_shows_the_perception_split_only_for_reading_policies():
+    from cityseeker_ros.core.report_failures import analyse, failures_html, failures_md
+
+    blind = record(["F3", "F2"], perception={"satisfying_seen_step": None, "satisfying_text": None})
+    md = failures_md(analyse([blind]))
+    assert "### Failures by what the agent saw" in md and "never saw a satisfying sign: **1**" in md
+    assert "Failures by what the agent saw" in failures_html(analyse([blind]))
+    assert "what the agent saw" not in failures_md(analyse([record(["F3", "F2"])]))

@@ -24,11 +24,10 @@ from typing import Any
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from sensor_msgs.msg import CompressedImage, NavSatFix
-from std_msgs.msg import String
+from sensor_msgs.msg import CompressedImage, Image, NavSatFix
 
-from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Stamp, Task, ViewSetMsg, parse
+from cityseeker_ros.ros import convert, qos, typed
+from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Stamp, Task, ViewSetMsg
 
 LOCALISER, CAMERA = "/graph_localiser", "/camera_ingest"
 
@@ -41,25 +40,28 @@ class CameraDriver(Node):
         self.images: dict[tuple[int, int, str], list[int]] = {}  # stamp + frame -> decoded shape
         self.diagnostics: dict[str, list[tuple[int, str]]] = {}  # status name -> [(level, message)]
         self.fix_pub = self.create_publisher(NavSatFix, "/test/fix", qos.STATE)
-        self.episode_pub = self.create_publisher(String, "/test/episode", qos.STATE)
-        self.create_subscription(String, f"{LOCALISER}/location", self._on_location, qos.STATE)
-        self.create_subscription(String, f"{CAMERA}/views", self._on_views, qos.STATE)
-        self.create_subscription(CompressedImage, f"{CAMERA}/images", self._on_image, qos.view_images(8))
+        self.episode_pub = self.create_publisher(typed.msg_type(EpisodeMsg), "/test/episode", qos.STATE)
+        self.create_subscription(typed.msg_type(LocationMsg), f"{LOCALISER}/location", self._on_location, qos.STATE)
+        self.create_subscription(typed.msg_type(ViewSetMsg), f"{CAMERA}/views", self._on_views, qos.STATE)
+        for image_format in ("raw", "png"):  # whichever image_format camera_ingest sends
+            self.create_subscription(convert.image_message_type(image_format),
+                                     convert.image_topic(f"{CAMERA}/images", image_format), self._on_image,
+                                     qos.view_images(8))
         self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos.DIAGNOSTICS)
 
-    def _on_location(self, msg: String) -> None:
-        loc = parse(LocationMsg, msg.data)
+    def _on_location(self, msg: Any) -> None:
+        loc = typed.from_ros(msg)
         self.locations.append({"status": loc.status, "node": loc.node, "heading_deg": loc.heading_deg,
                                "walkable": len(loc.walkable), "reason": loc.reason,
                                "stamp": loc.stamp.sec + loc.stamp.nanosec * 1e-9})
 
-    def _on_views(self, msg: String) -> None:
-        vs = parse(ViewSetMsg, msg.data)
+    def _on_views(self, msg: Any) -> None:
+        vs = typed.from_ros(msg)
         self.view_sets.append({"id": vs.view_set_id, "node": vs.node, "step": vs.step, "steps_left": vs.steps_left,
                                "stamp": [vs.stamp.sec, vs.stamp.nanosec], "frames": vs.image_frames(),
                                "headings": [v.heading for v in vs.views], "run": vs.task.run})
 
-    def _on_image(self, msg: CompressedImage) -> None:
+    def _on_image(self, msg: Image | CompressedImage) -> None:
         rgb = convert.image_from_msg(msg)
         key = (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)
         self.images[key] = [*rgb.shape, int(hashlib.sha256(rgb.tobytes()).hexdigest()[:6], 16)]
@@ -107,7 +109,7 @@ def main() -> None:
         report["view_sets_before_episode"] = len(node.view_sets)
         report["camera_waiting"] = node.diag(CAMERA, "camera")[-1] if node.diag(CAMERA, "camera") else None
         task = Task(**plan["task"])
-        node.episode_pub.publish(convert.to_string(EpisodeMsg(status="running", task=task)))
+        node.episode_pub.publish(typed.to_ros(EpisodeMsg(status="running", task=task)))
         report["episode_seen"] = node.spin_until(
             lambda: any(m.startswith("running") for _, m in node.diag(CAMERA, "camera")), timeout)
         sent = len(node.locations)

@@ -1,10 +1,11 @@
 """Test helper, run as its own ROS process: `python episode_driver.py PLAN.json OUT.json`.
 
-It stands in for the supervisor node (not written yet): it makes lifecycle transitions on
-the decision node, selects episodes on the replay node, forwards each decision that answers
-the replay's current view set to its action topic, and writes what it saw as JSON for the
-test to check. Everything happens in this script's main loop (spin_once), never inside a
-callback, so no callback ever waits on a service.
+It stands in for the supervisor node: it makes lifecycle transitions on the decision node,
+selects episodes on the replay node, asks the decision node's Decide action about the replay's
+current view set (a goal per view set, sent again when rejected), forwards each decision to the
+replay's action topic, and writes what it saw as JSON for the
+test to check. Everything happens in this script's main loop (spin_once); callbacks only
+record, or send without waiting, so no callback ever waits on a service.
 
 PLAN.json: {"replay": "/streetview_replay", "decision": "/vlm_decision", "steps": [op, ...]}
 with ops:
@@ -17,6 +18,10 @@ with ops:
       node meanwhile), make the transitions, then go on
   {"op": "reset_while_inactive", "wait_s": 1.5}        restart via ~/reset; count decisions
   {"op": "expect_decision", "timeout_s": 10}           a decision for the current view set?
+  {"op": "repeat_goal"}                                 one more Decide goal for the current view set:
+                                                       its decision (the node must not decide again)
+  {"op": "cancel_goal"}                                 a goal for the current view set, cancelled once
+                                                       accepted: its final status
 """
 from __future__ import annotations
 
@@ -29,17 +34,19 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.srv import SetParameters, SetParametersAtomically
+from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sensor_msgs.msg import CompressedImage
-from std_msgs.msg import String
+from sensor_msgs.msg import CompressedImage, Image
 from std_srvs.srv import Trigger
 
-from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.schema import ActionMsg, DecisionMsg, EpisodeMsg, ViewSetMsg, as_dict, parse
+from cityseeker_interfaces.action import Decide
+from cityseeker_ros.ros import convert, qos, typed
+from cityseeker_ros.ros.schema import ActionMsg, DecisionMsg, EpisodeMsg, ViewSetMsg, as_dict
 
 TRANSITIONS = {"configure": Transition.TRANSITION_CONFIGURE, "activate": Transition.TRANSITION_ACTIVATE,
                "deactivate": Transition.TRANSITION_DEACTIVATE, "cleanup": Transition.TRANSITION_CLEANUP}
@@ -54,37 +61,62 @@ class EpisodeDriver(Node):
         self.view_sets: dict[str, ViewSetMsg] = {}
         self.decisions: dict[str, DecisionMsg] = {}
         self.images: dict[tuple[int, int, str], str] = {}  # (sec, nanosec, frame) -> sha256 of the RGB pixels
+        self.image_formats: dict[tuple[int, int, str], str] = {}  # the same keys -> convert.wire_format
         self.max_run = 0  # the newest run seen on any topic
         self.lost_replies = 0  # service replies that never came (the request was repeated)
-        self.create_subscription(String, f"{replay}/episode", self._on_episode, qos.STATE)
-        self.create_subscription(String, f"{replay}/views", self._on_views, qos.STATE)
-        self.create_subscription(CompressedImage, f"{replay}/images", self._on_image, qos.view_images(8))
-        self.create_subscription(String, f"{decision}/decision", self._on_decision, qos.STATE)
-        self.action_pub = self.create_publisher(String, f"{replay}/action", qos.STATE)
+        self.create_subscription(typed.msg_type(EpisodeMsg), f"{replay}/episode", self._on_episode, qos.STATE)
+        self.create_subscription(typed.msg_type(ViewSetMsg), f"{replay}/views", self._on_views, qos.STATE)
+        for image_format in ("raw", "png"):  # whichever image_format the world node sends
+            self.create_subscription(convert.image_message_type(image_format),
+                                     convert.image_topic(f"{replay}/images", image_format), self._on_image,
+                                     qos.view_images(8))
+        self.decide = ActionClient(self, Decide, f"{decision}/decide")
+        self.asked: set[str] = set()  # view set ids with a goal in flight or answered
+        self.action_pub = self.create_publisher(typed.msg_type(ActionMsg), f"{replay}/action", qos.STATE)
         self.select = self.create_client(SetParametersAtomically, f"{replay}/set_parameters_atomically")
         self.reset = self.create_client(Trigger, f"{replay}/reset")
         self.change_state = self.create_client(ChangeState, f"{decision}/change_state")
         self.get_state = self.create_client(GetState, f"{decision}/get_state")
         self.decision_params = self.create_client(SetParameters, f"{decision}/set_parameters")
 
-    def _on_episode(self, msg: String) -> None:
-        self.episode = parse(EpisodeMsg, msg.data)
+    def _on_episode(self, msg: Any) -> None:
+        self.episode = typed.from_ros(msg)
         if self.episode.task is not None:
             self.max_run = max(self.max_run, self.episode.task.run)
 
-    def _on_views(self, msg: String) -> None:
-        self.view_set = parse(ViewSetMsg, msg.data)
+    def _on_views(self, msg: Any) -> None:
+        self.view_set = typed.from_ros(msg)
         self.view_sets[self.view_set.view_set_id] = self.view_set
         self.max_run = max(self.max_run, self.view_set.task.run)
 
-    def _on_image(self, msg: CompressedImage) -> None:
+    def _on_image(self, msg: Image | CompressedImage) -> None:
         pixels = convert.image_from_msg(msg)
         digest = hashlib.sha256(pixels.tobytes() + str(pixels.shape).encode()).hexdigest()
-        self.images[(msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)] = digest
+        key = (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)
+        self.images[key], self.image_formats[key] = digest, convert.wire_format(msg)
 
-    def _on_decision(self, msg: String) -> None:
-        decision = parse(DecisionMsg, msg.data)
-        self.decisions[decision.view_set_id] = decision
+    def ask(self, view_set: ViewSetMsg) -> None:
+        """A Decide goal for `view_set` unless one is in flight or answered; a rejected goal (the
+        node unconfigured) is forgotten, so the next call sends it again."""
+        if view_set.view_set_id in self.asked or not self.decide.server_is_ready():
+            return
+        self.asked.add(view_set.view_set_id)
+        goal = Decide.Goal(view_set=typed.view_set_to_ros(view_set), context=typed.context_to_ros(None))
+        self.decide.send_goal_async(goal).add_done_callback(lambda f: self._on_goal(view_set.view_set_id, f))
+
+    def _on_goal(self, view_set_id: str, future) -> None:
+        handle = future.result()
+        if not handle.accepted:
+            self.asked.discard(view_set_id)
+            return
+        handle.get_result_async().add_done_callback(lambda f: self._on_result(view_set_id, f))
+
+    def _on_result(self, view_set_id: str, future) -> None:
+        response = future.result()
+        if response.status != GoalStatus.STATUS_SUCCEEDED:
+            self.asked.discard(view_set_id)
+            return
+        self.decisions[view_set_id] = typed.decision_from_ros(response.result.decision)
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -172,10 +204,11 @@ class EpisodeDriver(Node):
                 resumed_at.append(len(forwarded))
                 return
             if current.view_set_id not in self.decisions:
+                self.ask(current)
                 return
             decision = self.decisions[current.view_set_id]
             action = ActionMsg(view_set_id=current.view_set_id, action=decision.action, error=decision.error)
-            self.action_pub.publish(String(data=action.to_json()))
+            self.action_pub.publish(typed.to_ros(action))
             forwarded.append(current.view_set_id)
 
         ended = self.spin_until(lambda: self.episode.task.run == run and self.episode.status == "ended",
@@ -187,7 +220,9 @@ class EpisodeDriver(Node):
             "episode": as_dict(self.episode),
             "decisions": [as_dict(self.decisions[i]) for i in forwarded],
             "view_sets": [{**as_dict(v), "image_sha256": [self.images.get((v.stamp.sec, v.stamp.nanosec, f))
-                                                          for f in v.image_frames()]} for v in view_sets],
+                                                          for f in v.image_frames()],
+                           "image_formats": [self.image_formats.get((v.stamp.sec, v.stamp.nanosec, f))
+                                             for f in v.image_frames()]} for v in view_sets],
         }
 
     def hold(self, step: dict[str, Any]) -> None:
@@ -206,13 +241,43 @@ class EpisodeDriver(Node):
                              done_anyway=lambda: self.spin_until(lambda: self.max_run > before, 1.0))
         started = self.spin_until(lambda: self.view_set is not None and self.view_set.task.run > before, 60.0)
         view_set_id = self.view_set.view_set_id if self.view_set is not None else None
-        self.spin_until(lambda: False, float(step.get("wait_s", 1.5)))
+        self.spin_until(lambda: False, float(step.get("wait_s", 1.5)), self.ask_current)
         return {"reset": response is None or response.success, "started": started,
                 "view_set_id": view_set_id, "decided": view_set_id in self.decisions}
 
+    def ask_current(self) -> None:
+        if self.view_set is not None and not self.view_set.done:
+            self.ask(self.view_set)
+
+    def goal_for_current(self) -> Any:
+        """Send a Decide goal for the current view set and wait for it to be accepted."""
+        goal = Decide.Goal(view_set=typed.view_set_to_ros(self.view_set), context=typed.context_to_ros(None))
+        future = self.decide.send_goal_async(goal)
+        rclpy.spin_until_future_complete(self, future, timeout_sec=10.0)
+        handle = future.result()
+        assert handle is not None and handle.accepted, "goal not accepted"
+        return handle
+
+    def op_repeat_goal(self, step: dict[str, Any]) -> dict[str, Any]:
+        result = self.goal_for_current().get_result_async()
+        rclpy.spin_until_future_complete(self, result, timeout_sec=10.0)
+        response = result.result()
+        return {"status": response.status, "view_set_id": self.view_set.view_set_id,
+                "decision": as_dict(typed.decision_from_ros(response.result.decision)),
+                "first": as_dict(self.decisions[self.view_set.view_set_id])}
+
+    def op_cancel_goal(self, step: dict[str, Any]) -> dict[str, Any]:
+        handle = self.goal_for_current()
+        cancel = handle.cancel_goal_async()
+        rclpy.spin_until_future_complete(self, cancel, timeout_sec=10.0)
+        result = handle.get_result_async()
+        rclpy.spin_until_future_complete(self, result, timeout_sec=10.0)
+        return {"status": result.result().status if result.done() else None}
+
     def op_expect_decision(self, step: dict[str, Any]) -> dict[str, Any]:
         view_set_id = self.view_set.view_set_id if self.view_set is not None else None
-        decided = self.spin_until(lambda: view_set_id in self.decisions, float(step.get("timeout_s", 10.0)))
+        decided = self.spin_until(lambda: view_set_id in self.decisions, float(step.get("timeout_s", 10.0)),
+                                  self.ask_current)
         return {"view_set_id": view_set_id, "decided": decided}
 
 

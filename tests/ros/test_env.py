@@ -77,10 +77,11 @@ def used_transports(profile: str) -> list[ET.Element]:
             if t.findtext("p:transport_id", namespaces=NS) in used]
 
 
-def test_profiles_enlarge_the_shared_memory_segment_to_16_mb():
+def test_profiles_enlarge_the_shared_memory_segment_to_32_mb():
+    """5 raw 1280x960 views plus a 2048x1024 panorama (25 MB) fit one segment."""
     for profile in (ros.PROFILE_FILE, ros.NETWORK_PROFILE_FILE):
         shm = [t for t in used_transports(profile) if t.findtext("p:type", namespaces=NS) == "SHM"]
-        assert [int(t.findtext("p:segment_size", namespaces=NS)) for t in shm] == [16 * 1024 * 1024], profile
+        assert [int(t.findtext("p:segment_size", namespaces=NS)) for t in shm] == [32 * 1024 * 1024], profile
 
 
 def test_default_profile_allows_loopback_only():

@@ -1,10 +1,15 @@
 """The runner's node sets: what each node is told, without starting any."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from cityseeker_ros.cli import build_parser, run_config_of
 from cityseeker_ros.core.benchmark import BenchmarkConfig
-from cityseeker_ros.ros import node_sets
+from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.ros import node_sets, run_config
+from cityseeker_ros.ros.parameters import NODES, VIEW_IMAGE_FORMAT
 
 VLM = {"backend": "openai", "model": "m"}
 
@@ -21,6 +26,105 @@ VLM = {"backend": "openai", "model": "m"}
 ])
 def test_the_world_node_makes_panoramas_only_for_a_policy_that_shows_them(tmp_path, policy, params, views, sent):
     config = BenchmarkConfig(data=str(tmp_path), policy=policy, policy_params=params, views=views)
-    replay = node_sets.benchmark_nodes(config, tmp_path, [])[0]
+    replay = node_sets.nodes(run_config.RunConfig("benchmark", config, out=str(tmp_path)))[0]
     assert replay.module.endswith("streetview_replay")
     assert replay.params["panorama"] is sent
+
+
+def cli_run(*argv: str) -> run_config.RunConfig:
+    return run_config_of(build_parser().parse_args(["run", *argv]))
+
+
+@pytest.mark.parametrize("kind, argv, node, parameter, value", [
+    # one spelling from the command line to the node parameter
+    ("benchmark", ("--dtw-threshold-m", "30"), "supervisor", "dtw_threshold_m", 30.0),
+    ("benchmark", ("--dtw-threshold-m", "30"), "streetview_replay", "dtw_threshold_m", 30.0),
+    ("benchmark", ("--dtw-threshold-m", "30"), "evaluator", "dtw_threshold_m", 30.0),
+    ("benchmark", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
+    ("camera", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
+    ("airsim", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
+    ("airsim", ("--altitude-m", "4"), "supervisor", "altitude_m", 4.0),
+    ("benchmark", ("--per-category", "2"), "supervisor", "per_category", 2),
+    ("benchmark", ("--image-format", "jpeg"), "streetview_replay", "image_format", "jpeg"),
+    ("camera", ("--image-format", "png"), "camera_ingest", "image_format", "png"),
+    ("airsim", ("--image-format", "png"), "camera_ingest", "image_format", "png"),
+    # the defaults come from one place
+    ("benchmark", (), "streetview_replay", "image_format", VIEW_IMAGE_FORMAT),
+    ("camera", (), "camera_ingest", "image_format", VIEW_IMAGE_FORMAT),
+    ("camera", (), "supervisor", "decision_timeout_s", 10.0),
+    # the old spellings still parse (argparse takes an unambiguous prefix) into the one setting
+    ("benchmark", ("--dtw-threshold", "30"), "supervisor", "dtw_threshold_m", 30.0),
+    ("camera", ("--decision-timeout", "1"), "supervisor", "decision_timeout_s", 1.0),
+])
+def test_a_setting_reaches_its_node_parameter_under_its_one_name(tmp_path, kind, argv, node, parameter, value):
+    extra = ("--anchor", '{"lat": 1, "lon": 2}') if kind == "airsim" else ()
+    run = cli_run(kind, "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "out"), *extra, *argv)
+    spec = next(n for n in node_sets.nodes(run) if n.name == node)
+    assert spec.params[parameter] == value
+    assert parameter in {s.name for s in NODES[spec.executable]}
+
+
+def test_every_run_setting_has_one_spelling_on_the_command_line(tmp_path):
+    """Each setting's flag is `--name-with-dashes` (JSON objects: the KEY=VALUE flag the table
+    names), and the run subcommands know no other spelling of a setting."""
+    parser = build_parser()
+    subcommands = parser._subparsers._group_actions[0].choices["run"]._subparsers._group_actions[0].choices
+    for kind in run_config.KINDS:
+        flags = {f for action in subcommands[kind]._actions for f in action.option_strings}
+        dests = {action.dest for action in subcommands[kind]._actions}
+        for setting in run_config.settings(kind):
+            if setting.cli_flag.startswith("--"):
+                assert setting.cli_flag in flags, (kind, setting.name)
+            else:
+                assert setting.name in dests, (kind, setting.name)
+        assert not {"--dtw-threshold", "--decision-timeout", "--altitude"} & flags, kind
+
+
+def test_an_airsim_runs_camera_gets_the_bridges_host_port_and_anchor(tmp_path):
+    run = cli_run("airsim", "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "o"),
+                  "--anchor", '{"lat": 1, "lon": 2}', "--host", "h", "--port", "7", "--camera-param", "camera=front")
+    by_name = {n.name: n for n in node_sets.nodes(run)}
+    assert json.loads(by_name["camera_ingest"].params["source_params"]) == {
+        "host": "h", "port": 7, "anchor": {"lat": 1, "lon": 2}, "camera": "front"}
+    assert by_name["airsim_bridge"].params["anchor"] == '{"lat": 1, "lon": 2}'
+    assert by_name["airsim_bridge"].params["estop_state_file"].endswith("o/ros/airsim_bridge.estop.json")
+
+
+def test_a_launch_file_leaves_the_task_list_to_the_supervisor_and_the_runner_passes_its_plan(tmp_path):
+    run = cli_run("benchmark", "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path))
+    supervisor = lambda tasks: next(n for n in node_sets.nodes(run, tasks) if n.name == "supervisor")  # noqa: E731
+    assert supervisor(None).params["tasks"] == ""
+    assert json.loads(supervisor([("e1", 0)]).params["tasks"]) == [["e1", 0]]
+
+
+def test_unknown_settings_are_refused_listing_the_known(tmp_path):
+    known = ", ".join(s.name for s in run_config.settings("bag"))
+    with pytest.raises(ConfigError, match=rf"unknown setting\(s\) ratee for bag runs; known: {known}$"):
+        run_config.from_settings("bag", {"bag": "b", "out_bag": "o", "policy": "forward", "ratee": 2.0})
+    config = BenchmarkConfig(data=str(tmp_path), policy="random")
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) dtw_threshold for camera runs; known: out, "):
+        run_config.with_benchmark("camera", config, {"out": "o", "dtw_threshold": 30})
+    with pytest.raises(ConfigError, match=r"unknown run kind 'drone'; known: benchmark, camera, airsim, bag"):
+        run_config.settings("drone")
+
+
+def test_required_settings_and_bad_values_are_named(tmp_path):
+    with pytest.raises(ConfigError, match="bag runs need out_bag"):
+        run_config.from_settings("bag", {"bag": "b", "policy": "forward"})
+    with pytest.raises(ConfigError, match="airsim runs need anchor"):
+        run_config.with_benchmark("airsim", BenchmarkConfig(data=str(tmp_path), policy="random"), {"out": "o"})
+    with pytest.raises(ConfigError, match="seeds: the number of seeds must be >= 1, got '0'"):
+        run_config.from_launch("benchmark", {"data": str(tmp_path), "out": "o", "policy": "random", "seeds": "0"})
+    with pytest.raises(ConfigError, match="unknown policy 'randm'; known: "):
+        run_config.from_launch("benchmark", {"data": str(tmp_path), "out": "o", "policy": "randm"})
+
+
+def test_launch_defaults_are_the_command_lines():
+    """A launch argument left out and a flag left out give the same value."""
+    from cityseeker_ros.cli import BENCHMARK_DEFAULTS
+
+    cli_names = {"policy_params": "param", "view_params": "view_param", "strategies": "strategy"}
+    for setting in run_config.settings("benchmark"):
+        if setting.in_benchmark and setting.name not in ("data", "policy"):
+            cli_default = BENCHMARK_DEFAULTS[cli_names.get(setting.name, setting.name)]
+            assert setting.default() == cli_default, setting.name

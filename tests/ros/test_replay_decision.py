@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from action_msgs.msg import GoalStatus
 from PIL import Image
 
 from cityseeker_ros.core.benchmark import run_episode
@@ -65,7 +66,9 @@ def test_episodes_over_dds_match_in_process_runs_and_lifecycle(ros_processes, ti
         {"op": "reset_while_inactive", "wait_s": 1.5},
         {"op": "transition", "name": "activate"},
         {"op": "expect_decision", "timeout_s": 10},
+        {"op": "repeat_goal"},
         {"op": "transition", "name": "deactivate"},
+        {"op": "cancel_goal"},
         {"op": "transition", "name": "cleanup"},
         # A different policy after cleanup: the privileged oracle, which stops at the target.
         {"op": "decision_params", "params": {"policy": "oracle", "data": str(tiny_city)}},
@@ -94,7 +97,13 @@ def test_episodes_over_dds_match_in_process_runs_and_lifecycle(ros_processes, ti
     assert next(ops)["state"] == "active"
     resumed = next(ops)
     assert resumed["decided"] and resumed["view_set_id"] == silent["view_set_id"], resumed
+    # A second goal for a decided view set gets the same decision, not a second draw (the
+    # latency is the first decision's own: nothing was decided again).
+    repeated = next(ops)
+    assert repeated["status"] == GoalStatus.STATUS_SUCCEEDED and repeated["decision"] == repeated["first"], repeated
     assert next(ops)["state"] == "inactive"
+    # While inactive a goal waits; cancelling it ends it as cancelled.
+    assert next(ops)["status"] == GoalStatus.STATUS_CANCELED
     assert next(ops)["state"] == "unconfigured"
     assert next(ops)["success"]
     assert next(ops)["state"] == "inactive"

@@ -1,32 +1,46 @@
 """Text crossing ROS: a record holding a lone surrogate is published as valid UTF-8 (rclpy
-encodes a String's data as UTF-8 and raises on it), and a received record whose JSON escapes one (Python's json writes
-them so, pydantic refuses them) is read with U+FFFD instead of being dropped as malformed."""
+encodes every string field as UTF-8 and raises on one), and a record whose JSON escapes one
+(Python's json writes them so, pydantic refuses them), in a typed message's free-form JSON
+field or a bag from before the typed interfaces, is read with U+FFFD instead of being dropped.
+tests/ros/test_typed.py puts every record through CDR."""
 from __future__ import annotations
 
 import json
 
-from cityseeker_ros.ros import convert
+from cityseeker_interfaces.msg import Outcome
+from cityseeker_ros.ros import convert, typed
 from cityseeker_ros.ros.schema import OutcomeMsg, SupervisorStatusMsg, parse
 
 RECORD = {"episode_id": "e1", "seed": 0, "decisions": [{"raw": ["go \ud800 left \udfff"]}], "note": "ok 😀"}
 
 
 def test_a_record_with_lone_surrogates_is_sent_as_valid_utf8():
-    msg = convert.to_string(OutcomeMsg(index=0, total=1, record=RECORD))  # raised before
-    wire = msg.data.encode("utf-8")  # what rclpy does with a String's data (PyUnicode_AsUTF8String)
-    outcome = parse(OutcomeMsg, wire.decode("utf-8"))
+    msg = typed.to_ros(OutcomeMsg(index=0, total=1, record=RECORD))
+    msg.record_json.encode("utf-8")  # what rclpy does with every string field: raised before
+    outcome = typed.from_ros(msg)
     assert outcome.record["decisions"][0]["raw"] == ["go \ufffd left \ufffd"]
     assert outcome.record["note"] == "ok 😀"
 
 
-def test_clean_records_serialise_exactly_as_before():
-    status = SupervisorStatusMsg(state="running", reason="3 m to the next corner", episode_id="é")
-    assert status.to_json() == status.model_dump_json()
+def test_status_text_with_lone_surrogates_is_sendable():
+    status = SupervisorStatusMsg(state="holding", reason="no decision \ud800", episode_id="é\udfff")
+    msg = typed.to_ros(status)
+    for text in (msg.reason, msg.episode_id):
+        text.encode("utf-8")
+    back = typed.from_ros(msg)
+    assert back.reason == "no decision \ufffd" and back.episode_id == "é\ufffd"
 
 
 def test_escaped_lone_surrogates_from_another_publisher_are_read_not_dropped():
-    text = json.dumps({"kind": "outcome", "version": 1, "index": 2, "total": 3, "record": RECORD})
+    text = json.dumps(RECORD)
     assert "\\ud800" in text
+    outcome = typed.from_ros(Outcome(index=2, total=3, record_json=text))
+    assert outcome.index == 2 and outcome.record["decisions"][0]["raw"] == ["go \ufffd left \ufffd"]
+
+
+def test_legacy_json_records_with_escaped_surrogates_are_read():
+    """Bags recorded before the typed interfaces carry these records as JSON in String."""
+    text = json.dumps({"kind": "outcome", "version": 1, "index": 2, "total": 3, "record": RECORD})
     outcome = parse(OutcomeMsg, text)
     assert outcome.index == 2 and outcome.record["decisions"][0]["raw"] == ["go \ufffd left \ufffd"]
 

@@ -30,11 +30,11 @@ import rclpy
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix
-from std_msgs.msg import Bool, Header, String
+from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
-from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, as_dict, parse
+from cityseeker_ros.ros import convert, qos, typed
+from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, as_dict
 
 
 class VehicleDriver(Node):
@@ -45,16 +45,16 @@ class VehicleDriver(Node):
         self.odom: dict[str, Any] | None = None
         self.beating, self.beat_period = False, 0.05
         self._next_beat = 0.0
-        self.create_subscription(String, f"{bridge}/safety", self._on_safety, qos.STATE)
+        self.create_subscription(typed.msg_type(SafetyMsg), f"{bridge}/safety", self._on_safety, qos.STATE)
         self.create_subscription(NavSatFix, f"{bridge}/fix", self._on_fix, qos.STATE)
         self.create_subscription(Odometry, f"{bridge}/odom", self._on_odom, qos.STATE)
-        self.command_pub = self.create_publisher(String, command, qos.STATE)
+        self.command_pub = self.create_publisher(typed.msg_type(CommandMsg), command, qos.STATE)
         self.heartbeat_pub = self.create_publisher(Header, heartbeat, 10)
         self.estop_pub = self.create_publisher(Bool, "/estop", qos.ESTOP)
         self.reset = self.create_client(Trigger, f"{bridge}/reset_estop")
 
-    def _on_safety(self, msg: String) -> None:
-        self.safety.append({"t": time.monotonic(), **as_dict(parse(SafetyMsg, msg.data))})
+    def _on_safety(self, msg: Any) -> None:
+        self.safety.append({"t": time.monotonic(), **as_dict(typed.from_ros(msg))})
 
     def _on_fix(self, msg: NavSatFix) -> None:
         self.fix = {"t": time.monotonic(), "lat": msg.latitude, "lon": msg.longitude, "alt": msg.altitude,
@@ -84,7 +84,7 @@ class VehicleDriver(Node):
     def send(self, step: dict[str, Any]) -> None:
         field = HoldField() if step.get("hold") else GoalField(**step["goal"])
         stamp = convert.stamp_from_ns(self.get_clock().now().nanoseconds)
-        self.command_pub.publish(convert.to_string(CommandMsg(stamp=stamp, command=field, reason="driver")))
+        self.command_pub.publish(typed.to_ros(CommandMsg(stamp=stamp, command=field, reason="driver")))
 
     # -- ops -----------------------------------------------------------------------------------
 

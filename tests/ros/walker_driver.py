@@ -1,7 +1,7 @@
 """Test helper, run as its own ROS process: `python -m tests.ros.walker_driver PLAN.json OUT.json`.
 
-A walking user with a GNSS receiver who does what the AR guidance says: publishes NavSatFix at
-its position on /test/fix, and on every motion goal from the supervisor walks (teleports) to it.
+A walking user with a GNSS receiver who does what the AR guidance says: the project's
+core.sim.SimulatedWalker (teleporting to each goal), its fixes published as NavSatFix on /test/fix.
 Records the guidance and commands it got, the supervisor's statuses and outcome records, until
 the supervisor says "finished" or the timeout. PLAN.json: {"start": [lat, lon], "period_s": 0.05,
 "timeout_s": 120, "follow_goals": N} (optional: after N goals that move it, it stops moving; a goal
@@ -17,53 +17,48 @@ from typing import Any, Optional
 import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix
-from std_msgs.msg import String
 
-from cityseeker_ros.ros import convert, qos
-from cityseeker_ros.ros.schema import CommandMsg, GuidanceMsg, OutcomeMsg, SupervisorStatusMsg, as_dict, parse
+from cityseeker_ros.core.sim import SimulatedWalker
+from cityseeker_ros.ros import convert, qos, typed
+from cityseeker_ros.ros.convert_vehicle import command_from_msg
+from cityseeker_ros.ros.schema import CommandMsg, GuidanceMsg, OutcomeMsg, SupervisorStatusMsg, as_dict
 
 
 class Walker(Node):
     def __init__(self, start: list[float], follow_goals: Optional[int] = None) -> None:
         super().__init__("walker")
-        self.position = tuple(start)
-        self.follow_goals = follow_goals
-        self.moves = 0  # goals received that were not where the walker stood
+        self.walker = SimulatedWalker(start[0], start[1], follow_goals=follow_goals)
         self.guidance: list[dict[str, Any]] = []
         self.commands: list[dict[str, Any]] = []
         self.statuses: list[dict[str, Any]] = []
         self.outcomes: list[dict[str, Any]] = []
         self.state = ""
         self.fix_pub = self.create_publisher(NavSatFix, "/test/fix", qos.STATE)
-        self.create_subscription(String, "/supervisor/command", self._on_command, qos.STATE)
-        self.create_subscription(String, "/supervisor/guidance", self._on_guidance, qos.STATE)
-        self.create_subscription(String, "/supervisor/status", self._on_status, qos.STATE)
-        self.create_subscription(String, "/supervisor/outcome", self._on_outcome, qos.OUTCOMES)
+        self.create_subscription(typed.msg_type(CommandMsg), "/supervisor/command", self._on_command, qos.STATE)
+        self.create_subscription(typed.msg_type(GuidanceMsg), "/supervisor/guidance", self._on_guidance, qos.STATE)
+        self.create_subscription(typed.msg_type(SupervisorStatusMsg), "/supervisor/status", self._on_status, qos.STATE)
+        self.create_subscription(typed.msg_type(OutcomeMsg), "/supervisor/outcome", self._on_outcome, qos.OUTCOMES)
 
-    def _on_command(self, msg: String) -> None:
-        command = parse(CommandMsg, msg.data)
+    def _on_command(self, msg: Any) -> None:
+        command = typed.from_ros(msg)
         self.commands.append(as_dict(command))
-        if command.command.type == "goal":
-            goal = (command.command.lat, command.command.lon)
-            if goal != self.position:
-                self.moves += 1
-                if self.follow_goals is None or self.moves <= self.follow_goals:
-                    self.position = goal
+        self.walker.command(command_from_msg(command))
 
-    def _on_guidance(self, msg: String) -> None:
-        self.guidance.append(as_dict(parse(GuidanceMsg, msg.data)))
+    def _on_guidance(self, msg: Any) -> None:
+        self.guidance.append(as_dict(typed.from_ros(msg)))
 
-    def _on_status(self, msg: String) -> None:
-        status = parse(SupervisorStatusMsg, msg.data)
+    def _on_status(self, msg: Any) -> None:
+        status = typed.from_ros(msg)
         self.state = status.state
         self.statuses.append({"state": status.state, "reason": status.reason})
 
-    def _on_outcome(self, msg: String) -> None:
-        self.outcomes.append(parse(OutcomeMsg, msg.data).record)
+    def _on_outcome(self, msg: Any) -> None:
+        self.outcomes.append(typed.from_ros(msg).record)
 
     def fix(self) -> None:
         stamp = convert.stamp_from_msg(self.get_clock().now().to_msg())
-        self.fix_pub.publish(convert.navsatfix(self.position[0], self.position[1], stamp, "map"))
+        lat, lon = self.walker.fix()
+        self.fix_pub.publish(convert.navsatfix(lat, lon, stamp, "map"))
 
 
 def main() -> None:

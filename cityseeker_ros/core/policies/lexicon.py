@@ -5,8 +5,9 @@ lexicon turns it into "Starbucks: a cafe selling coffee, tea, cold drinks and pa
 Wi-Fi and a restroom" before embedding, and gives each kind the OpenStreetMap classes the need
 catalogue (worlds.needs) uses, so a reader can tell when a sign satisfies a request. It covers
 the chains of the bundled Monaco and Helsinki worlds, the Hong Kong chains the HK6 dresser puts
-up (worlds.dress), the renderer's generic sign words, and common French, Finnish, Italian and
-Chinese sign words. Matching tolerates OCR noise: truncated or slightly misread words.
+up (worlds.dress), the renderer's generic sign words, and common sign words in French, Finnish,
+Swedish, German, Italian and Chinese (traditional and simplified), with German, Italian, Swiss and
+mainland Chinese chains. Matching tolerates OCR noise: truncated or slightly misread words.
 """
 from __future__ import annotations
 
@@ -121,6 +122,8 @@ KINDS: dict[str, Kind] = {k: Kind(d, tuple(c.split()), KIND_TAGS.get(k, ())) for
     ("casino", "a gambling casino", "amenity=casino"),
     ("information", "a tourist information office", "tourism=information"),
     ("apartments", "a residential apartment building", "building=apartments"),
+    ("florist", "a florist selling flowers", "shop=florist"),
+    ("butcher", "a butcher selling meat", "shop=butcher"),
 )}
 
 
@@ -441,7 +444,80 @@ GENERIC: tuple[Entry, ...] = (
     _g("information", "tourist information", "office de tourisme", "=information", "=info", "matkailuneuvonta"),
 )
 
-ENTRIES: tuple[Entry, ...] = BRANDS + GENERIC
+# Sign words and chains of German-, Italian- and Swedish-speaking towns and of mainland China, where
+# the worlds' signs show OSM's `name` (the name on the ground, in the local language).
+LOCAL: tuple[Entry, ...] = (
+    _g("pharmacy", "apotheke", "farmacie", "parafarmacia", "药店", "藥店", "大药房"),
+    _g("chemist", "drogerie", "drogheria", "=dm", "rossmann", "müller drogerie"),
+    _g("bakery", "bäckerei", "backerei", "konditorei", "backhaus", "backstube", "panificio", "forno", "pasticceria",
+       "bageri", "konditori", "面包", "烘焙", "糕点"),
+    _g("cafe", "=kaffee", "kaffeehaus", "=kafé", "=kafe", "caffetteria", "=caffè", "tchibo"),
+    _g("restaurant", "gaststätte", "gasthaus", "gasthof", "wirtshaus", "=imbiss", "=speisen", "restaurang",
+       "=lokal", "饭店", "饭馆", "面馆", "餐馆", "小吃"),
+    _g("fast_food", "=imbiss", "=döner", "currywurst", "snackbar", "快餐店"),
+    _g("ice_cream", "eiscafé", "eiscafe", "eisdiele", "=eis", "gelato", "glass", "冰激凌"),
+    _g("bar", "=kneipe", "bierstube", "weinstube", "=enoteca", "=birreria", "=krog"),
+    _g("convenience", "=kiosk", "späti", "spätkauf", "=alimentari", "tabaccheria", "=tabacchi", "minimarket",
+       "全家", "罗森", "便利"),
+    _g("supermarket", "supermarkt", "lebensmittel", "supermercato", "=mercato", "livsmedel",
+       "=edeka", "=rewe", "=penny", "=netto", "kaufland", "=migros", "=coop", "=denner", "=conad", "esselunga",
+       "=ica", "超市", "超级市场", "生鲜"),
+    _g("department_store", "kaufhaus", "warenhaus", "einkaufszentrum", "centro commerciale", "grandi magazzini",
+       "varuhus", "köpcentrum", "购物中心", "百货"),
+    _g("clinic", "=arzt", "ärzte", "arztpraxis", "praxis", "ambulatorio", "=medico", "vårdcentral", "诊所",
+       "卫生院", "门诊部"),
+    _g("hospital", "krankenhaus", "klinikum", "=klinik", "spital", "notaufnahme", "pronto soccorso", "sjukhus",
+       "=akut", "医院"),
+    _g("dentist", "zahnarzt", "zahnärzte", "dentista", "studio dentistico", "tandläkare", "牙医", "口腔"),
+    _g("bank", "sparkasse", "volksbank", "raiffeisen", "commerzbank", "deutsche bank", "postbank",
+       "kantonalbank", "intesa sanpaolo", "unicredit", "=banken", "工商银行", "建设银行", "农业银行",
+       "招商银行"),
+    _g("atm", "geldautomat", "bancomat", "=uttagsautomat", "=bankomat", "取款机", "自动柜员机"),
+    _g("hotel", "=gasthof", "=pension", "=albergo", "=locanda", "=hotell", "宾馆", "饭店", "旅馆"),
+    _g("post_office", "deutsche post", "postfiliale", "postamt", "ufficio postale", "poste italiane",
+       "邮政", "中国邮政"),
+    _g("school", "=schule", "grundschule", "gymnasium", "=scuola", "=skola", "学校", "小学", "中学"),
+    _g("university", "universität", "hochschule", "università", "universitet", "大学"),
+    _g("library", "bibliothek", "bücherei", "stadtbibliothek", "biblioteca", "=bibliotek", "图书馆"),
+    _g("bookshop", "buchhandlung", "=bücher", "libreria", "bokhandel", "书店"),
+    _g("newsagent", "=zeitschriften", "=tabak", "=edicola", "=giornali", "=pressbyrån", "报刊"),
+    _g("toilets", "toiletten", "=toilette", "=wc", "servizi igienici", "=bagni", "=toalett", "卫生间", "洗手间",
+       "公共厕所"),
+    _g("bus_stop", "haltestelle", "bushaltestelle", "fermata", "=hållplats", "公交车站", "公交", "车站"),
+    _g("bus_station", "busbahnhof", "zob", "autostazione", "=bussterminal", "公交枢纽", "汽车站"),
+    _g("station", "bahnhof", "hauptbahnhof", "=bahn", "stazione", "=ferrovia", "järnvägsstation", "=centralstation",
+       "火车站", "高铁站"),
+    _g("metro", "u-bahn", "=s-bahn", "metropolitana", "tunnelbana", "地铁站"),
+    _g("tram", "straßenbahn", "strassenbahn", "=tram", "spårvagn", "有轨电车"),
+    _g("taxi", "taxistand", "=taxi", "出租车", "的士"),
+    _g("parking", "parkhaus", "parkplatz", "tiefgarage", "parcheggio", "=parkering", "=garage", "停车场", "停车"),
+    _g("fuel", "tankstelle", "=benzina", "distributore", "bensinstation", "加油站"),
+    _g("cinema", "=kino", "=cinema", "=bio", "电影院", "影城"),
+    _g("theatre", "theater", "teatro", "=teater", "剧院", "大剧院"),
+    _g("museum", "=museum", "museo", "=museet", "博物馆", "美术馆"),
+    _g("gym", "fitnessstudio", "=fitness", "palestra", "=gym", "健身房"),
+    _g("sports_centre", "sporthalle", "sportzentrum", "palazzetto", "=idrottshall", "体育馆", "体育中心"),
+    _g("pool", "schwimmbad", "hallenbad", "freibad", "=piscina", "simhall", "=badhus", "游泳馆", "游泳池"),
+    _g("park", "=park", "=stadtpark", "=parco", "=giardini", "=parken", "公园"),
+    _g("playground", "spielplatz", "parco giochi", "lekplats", "儿童乐园"),
+    _g("drinking_water", "trinkwasser", "trinkbrunnen", "=brunnen", "acqua potabile", "=fontanella", "饮水"),
+    _g("police", "polizei", "polizia", "carabinieri", "=polis", "派出所", "公安", "警察"),
+    _g("townhall", "rathaus", "gemeindeamt", "=municipio", "=comune", "stadshus", "政府"),
+    _g("church", "=kirche", "=dom", "=münster", "=chiesa", "=duomo", "=basilica", "=kyrka", "教堂"),
+    _g("information", "touristinformation", "=touristeninformation", "informazioni turistiche", "turistbyrå",
+       "游客中心", "旅游咨询"),
+    _g("hairdresser", "friseur", "=frisör", "parrucchiere", "=barbiere", "理发", "美发"),
+    _g("optician", "=optik", "optiker", "=ottica", "眼镜"),
+    _g("florist", "blumen", "fioraio", "=fiori", "blomsterhandel", "鲜花"),
+    _g("butcher", "metzgerei", "fleischerei", "macelleria", "=slakteri", "肉店"),
+    _g("greengrocer", "obst und gemüse", "=gemüse", "frutta e verdura", "=ortofrutta", "frukt och grönt", "水果",
+       "果蔬"),
+    _g("clothes", "=mode", "bekleidung", "abbigliamento", "=kläder", "服装", "服饰"),
+    _g("electronics", "=elektro", "elettronica", "=elektronik", "电器", "数码"),
+    _g("phone", "handy", "=telefonia", "=mobil", "手机", "通信", "移动"),
+)
+
+ENTRIES: tuple[Entry, ...] = BRANDS + GENERIC + LOCAL
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 FUZZY_RATIO = 0.82  # SequenceMatcher ratio a misread word must reach (one slip in seven letters)
 SPANNING_RATIO = 0.9  # ... and a one-word name read over a word break ("Grand Prix" is not "Franprix")

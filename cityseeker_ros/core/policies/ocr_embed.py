@@ -41,14 +41,19 @@ class SignText:
 
 # --- OCR ---------------------------------------------------------------------------------------------
 
-_ENGINES: dict[tuple[int, int], Any] = {}
+_ENGINES: dict[tuple[int, int, float, float], Any] = {}
+# Text-detection thresholds below PP-OCR's defaults (0.3 and 0.5): boards seen at an angle along a
+# street show slanted text whose detection scores are low; at the defaults most of them are missed
+# (one line read of eight legible boards in a Monaco view; three at these values).
+DET_THRESH, DET_BOX_THRESH = 0.2, 0.3
 _ENGINE_LOCK = threading.Lock()
 
 
-def ocr_engine(det_max_side: int = 640, threads: int = 0) -> Any:
+def ocr_engine(det_max_side: int = 640, threads: int = 0, det_thresh: float = DET_THRESH,
+               box_thresh: float = DET_BOX_THRESH) -> Any:
     """The process's rapidocr engine (PP-OCR ONNX models shipped with the wheel), made on first use;
     CUDA when onnxruntime has it, CPU otherwise. No angle classifier: boards are upright."""
-    key = (int(det_max_side), int(threads))
+    key = (int(det_max_side), int(threads), float(det_thresh), float(box_thresh))
     with _ENGINE_LOCK:
         if key not in _ENGINES:
             import onnxruntime
@@ -56,7 +61,8 @@ def ocr_engine(det_max_side: int = 640, threads: int = 0) -> Any:
 
             params: dict[str, Any] = {
                 "Global.log_level": "error", "Global.use_cls": False,
-                "Det.limit_type": "max", "Det.limit_side_len": key[0],
+                "Det.limit_type": "max", "Det.limit_side_len": key[0], "Det.thresh": key[2],
+                "Det.box_thresh": key[3],
                 "EngineConfig.onnxruntime.use_cuda": "CUDAExecutionProvider" in onnxruntime.get_available_providers(),
             }
             if key[1] > 0:
@@ -71,7 +77,7 @@ def _line_height(box: np.ndarray) -> float:
     return float((np.linalg.norm(b[3] - b[0]) + np.linalg.norm(b[2] - b[1])) / 2.0)
 
 
-_READINGS: dict[tuple[int, float, int], OrderedDict[bytes, tuple[SignText, ...]]] = {}
+_READINGS: dict[tuple[int, float, int, float, float], OrderedDict[bytes, tuple[SignText, ...]]] = {}
 
 
 class SignReader:
@@ -80,11 +86,14 @@ class SignReader:
     the cells of an ablation run in one process read each view once."""
 
     def __init__(self, det_max_side: int = 640, min_confidence: float = 0.6, min_chars: int = 2,
-                 cache_size: int = 4096, threads: int = 0) -> None:
+                 cache_size: int = 4096, threads: int = 0, det_thresh: float = DET_THRESH,
+                 box_thresh: float = DET_BOX_THRESH) -> None:
         self.det_max_side, self.threads = det_max_side, threads
+        self.det_thresh, self.box_thresh = det_thresh, box_thresh
         self.min_confidence, self.min_chars = min_confidence, min_chars
         self.cache_size = cache_size
-        self._cache = _READINGS.setdefault((det_max_side, min_confidence, min_chars), OrderedDict())
+        self._cache = _READINGS.setdefault((det_max_side, min_confidence, min_chars, det_thresh, box_thresh),
+                                           OrderedDict())
         self.calls = 0  # images actually run through OCR (cache misses)
         self.hits = 0
 
@@ -99,7 +108,7 @@ class SignReader:
             self.hits += 1
             return cached
         self.calls += 1
-        result = ocr_engine(self.det_max_side, self.threads)(array)
+        result = ocr_engine(self.det_max_side, self.threads, self.det_thresh, self.box_thresh)(array)
         found = []
         for box, text, score in zip(result.boxes if result.boxes is not None else (), result.txts or (),
                                     result.scores or ()):
@@ -114,6 +123,38 @@ class SignReader:
         if len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return readings
+
+
+def with_boards(lines: tuple[SignText, ...]) -> tuple[SignText, ...]:
+    """The lines, plus each stack of lines that one board holds read as one text: a name set on two
+    lines ("Banque" over "Populaire") says what the place is only when both are read. Lines stack
+    when their columns overlap by half the narrower one and the gap is under one line height."""
+    if len(lines) < 2:
+        return lines
+    order = sorted(range(len(lines)), key=lambda i: (lines[i].box[1], lines[i].box[0]))
+    used: set[int] = set()
+    boards = []
+    for i in order:
+        if i in used:
+            continue
+        stack, last = [lines[i]], lines[i]
+        for j in order:
+            if j in used or j == i or lines[j] in stack:
+                continue
+            a, b = last.box, lines[j].box
+            overlap = min(a[2], b[2]) - max(a[0], b[0])
+            gap = b[1] - a[3]
+            if overlap >= 0.5 * min(a[2] - a[0], b[2] - b[0]) and -0.3 * last.height_px <= gap <= last.height_px:
+                stack.append(lines[j])
+                used.add(j)
+                last = lines[j]
+        if len(stack) > 1:
+            used.add(i)
+            boxes = np.array([t.box for t in stack])
+            boards.append(SignText(" ".join(t.text for t in stack), min(t.confidence for t in stack),
+                                   max(t.height_px for t in stack),
+                                   tuple(float(v) for v in (*boxes[:, :2].min(axis=0), *boxes[:, 2:].max(axis=0)))))
+    return lines + tuple(boards)
 
 
 # --- embeddings --------------------------------------------------------------------------------------
@@ -207,6 +248,7 @@ class ExploredMap:
         self.headings: dict[str, dict[int, float]] = {}
         self.edges: dict[str, dict[int, str]] = {}
         self.taken: set[tuple[str, int]] = set()
+        self.signs: dict[tuple[str, int], int] = {}  # signs read along a heading, when stood there
         self._last: Optional[tuple[str, int]] = None
 
     def visit(self, obs: Observation) -> None:
@@ -225,6 +267,11 @@ class ExploredMap:
             if behind and min(behind)[0] <= BACK_TOLERANCE_DEG:
                 self.edges[obs.node].setdefault(min(behind)[1], came_from)
         self._last = None
+
+    def note_signs(self, node: str, counts: dict[int, int]) -> None:
+        """How many signs each view of `node` showed: streets lined with shops are where places are."""
+        for index, n in counts.items():
+            self.signs[(node, index)] = n
 
     def take(self, node: str, index: int) -> None:
         self.taken.add((node, index))
@@ -253,16 +300,19 @@ class ExploredMap:
         h = math.radians(self.headings[node][index])
         return math.hypot(x + self.hop_m * math.sin(h), y + self.hop_m * math.cos(h)) / self.hop_m
 
-    def next_move(self, here: str, spread: float) -> Optional[int]:
+    def next_move(self, here: str, spread: float, sign_bonus: float = 0.0, sign_cap: int = 3) -> Optional[int]:
         """The view to take towards the cheapest frontier: hops to reach and take it, plus `spread` x
-        how far from the start it leads. Ties go to the nearest, then to the first listed, so the
-        choice holds while walking to it. None when nothing known is left open."""
+        how far from the start it leads, less `sign_bonus` hops for each sign (up to `sign_cap`) seen
+        along it. Ties go to the nearest, then to the first listed, so the choice holds while walking
+        to it. None when nothing known is left open."""
         reach = self.reach(here)
         costs = []
         for k, (node, i) in enumerate(self.frontiers()):
             if node in reach:
                 hops = reach[node][0]
-                costs.append((round(hops + 1 + spread * self.from_start_hops(node, i), 6), hops, k, node, i))
+                bonus = sign_bonus * min(self.signs.get((node, i), 0), sign_cap)
+                costs.append((round(hops + 1 + spread * self.from_start_hops(node, i) - bonus, 6), hops, k, node,
+                              i))
         if not costs:
             return None
         *_, node, index = min(costs)
@@ -276,22 +326,30 @@ class ExploredMap:
 class OcrEmbedPolicy(Policy):
     """Reads the signs in every view and walks towards the one that best meets the need.
 
-    Each sign text is expanded by the lexicon ("Starbucks" -> "... a cafe selling coffee ...") and
-    compared with the need (instruction and request) by cosine similarity of all-MiniLM-L6-v2
-    embeddings; a sign whose lexicon kind the need catalogue accepts for the request, or that names
-    the requested brand, gets `match_boost` on top. A view scores as its best sign; the decision's
-    confidence is the margin between the best and the second-best view.
+    Signs show OSM's `name`, the name on the ground, so they are in the world's languages. Each
+    text (each OCR line, and the lines of one board read together) is expanded by the lexicon,
+    which knows sign words and chains in English, French, Finnish, Swedish, German, Italian and
+    Chinese and tolerates OCR slips ("Apotheke", "Backerei" -> "... a pharmacy ...", "... a bakery
+    ..."), into an English sentence, and compared with the need (instruction and request) by
+    cosine similarity of all-MiniLM-L6-v2 embeddings; a sign whose lexicon kind the need
+    catalogue accepts for the request, or that names the requested brand, gets `match_boost` on
+    top. A view scores as its best sign; the decision's confidence is the margin between the best
+    and the second-best view. A sign satisfies the need when it scores `stop_score`, or
+    `match_score` with a lexicon match (the embedding of a bare place name says little).
 
-    Per step: STOP when a sign scoring at least `stop_score` stands at least `near_px` tall (text
-    line height in pixels: near) in any view; STOP also when the last step walked towards such a sign
-    and it is now out of sight or behind (`stop_when_passed`: it was within reading distance, so it
-    is near); otherwise walk towards the best view if it scores at least `interest_score` (a view
-    below `stop_score` only once per node); otherwise explore.
+    Per step: STOP when a satisfying sign stands at least `near_px` tall (text line height in
+    pixels: near) in any view; STOP also when the last step walked towards such a sign and it is
+    now out of sight or behind (`stop_when_passed`: it was within reading distance, so it is near);
+    otherwise walk towards the tallest satisfying sign; otherwise towards the best view if it
+    scores at least `interest_score` (once per node and view); otherwise explore. The first
+    satisfying sign it read is recorded as `perception` in the episode record.
 
     Exploring searches outwards from the start, nearest first, because the target is the nearest
     place that meets the need: the agent draws a map of the streets it walks (`ExploredMap`) and
     heads for the untried heading (frontier) that costs least: hops to reach it through the map,
-    plus `explore_spread` x how far from the start it leads (in hops of `hop_m` metres). At 1, a
+    plus `explore_spread` x how far from the start it leads (in hops of `hop_m` metres), less
+    `sign_bonus` hops for each sign (up to 3) it read along that heading when it stood there
+    (streets lined with shops are where places are; 0 turns it off). At 1, a
     straight street is followed while going back to the nearest opening on the other side of the
     start costs as much, and streets that bend back towards the start win; above 1 it turns back
     sooner (each leg about (spread + 1) / (spread - 1) times the last), below 1 it wanders off.
@@ -302,14 +360,16 @@ class OcrEmbedPolicy(Policy):
     dominates its time. Same inputs, same actions.
 
     Parameters (defaults tuned on the Monaco world's dev split):
-      stop_score, interest_score, match_boost, near_px, stop_when_passed: as above.
+      stop_score, match_score, interest_score, match_boost, near_px, stop_when_passed: as above.
       min_confidence, min_chars: OCR lines below this recognition score or with fewer letters are
         dropped (windows and kerbs read as stray characters).
       det_max_side: text detection runs on the image scaled to this longest side; below 640 it is
         faster and misses small signs.
+      det_thresh, box_thresh: PP-OCR's text-detection thresholds, lowered from its defaults (0.3,
+        0.5) so that slanted boards seen along a street are found.
       cache_size: OCR results kept, keyed by a hash of the pixels, so revisited views are free.
       ocr_threads: onnxruntime threads per process (0: its default, all cores).
-      explore_spread, hop_m: as above; hop_m is a typical street segment (Monaco: about 15 m).
+      explore_spread, sign_bonus, hop_m: as above; hop_m is a typical street segment (Monaco: about 15 m).
       device: "auto" (CUDA when torch has it), "cpu" or "cuda", for the embedder.
       max_texts_logged: OCR lines per view kept in the step records.
     """
@@ -317,18 +377,21 @@ class OcrEmbedPolicy(Policy):
     uses_images = True
 
     def __init__(self, stop_score: float = 0.65, interest_score: float = 0.45, match_boost: float = 0.4,
-                 near_px: float = 20.0, stop_when_passed: bool = True, min_confidence: float = 0.6,
-                 min_chars: int = 2, det_max_side: int = 640, cache_size: int = 4096, ocr_threads: int = 0,
-                 explore_spread: float = 1.0, hop_m: float = 15.0, device: str = "auto",
-                 max_texts_logged: int = 6) -> None:
+                 match_score: float = 0.5, near_px: float = 20.0, stop_when_passed: bool = True,
+                 min_confidence: float = 0.6, min_chars: int = 2, det_max_side: int = 640, cache_size: int = 4096,
+                 ocr_threads: int = 0, det_thresh: float = DET_THRESH, box_thresh: float = DET_BOX_THRESH,
+                 explore_spread: float = 1.0, sign_bonus: float = 0.0, hop_m: float = 15.0,
+                 device: str = "auto", max_texts_logged: int = 6) -> None:
         if not 0 < near_px:
             raise ValueError(f"near_px must be positive, got {near_px}")
         if not 0 < hop_m:
             raise ValueError(f"hop_m must be positive, got {hop_m}")
         self.stop_score, self.interest_score, self.match_boost = stop_score, interest_score, match_boost
+        self.match_score, self.sign_bonus = match_score, sign_bonus
         self.near_px, self.stop_when_passed = near_px, stop_when_passed
         self.explore_spread, self.hop_m, self.max_texts_logged = explore_spread, hop_m, max_texts_logged
-        self.reader = SignReader(det_max_side, min_confidence, min_chars, cache_size, ocr_threads)
+        self.reader = SignReader(det_max_side, min_confidence, min_chars, cache_size, ocr_threads, det_thresh,
+                                 box_thresh)
         self.embedder = TextEmbedder(device)
         self._records: list[dict[str, Any]] = []
         self._need_vec: Optional[np.ndarray] = None
@@ -344,10 +407,17 @@ class OcrEmbedPolicy(Policy):
         self.visits: dict[str, int] = {}
         self.map = ExploredMap(self.hop_m)
         self._approaching = False
+        self._first_seen: Optional[tuple[int, str]] = None
         self._records = []
 
     def step_records(self) -> list[dict[str, Any]]:
         return list(self._records)
+
+    def episode_extras(self) -> dict[str, Any]:
+        """What the agent itself saw: the first step at which it read a sign it took to satisfy the
+        need, and that text (None: it never did). The failure analysis splits failures on it."""
+        step, text = self._first_seen if self._first_seen is not None else (None, None)
+        return {"perception": {"satisfying_seen_step": step, "satisfying_text": text}}
 
     def explain(self) -> tuple[Optional[float], str]:
         """The last decision's confidence (the score margin) and why it was taken, for strategies."""
@@ -367,9 +437,13 @@ class OcrEmbedPolicy(Policy):
             any(lexicon.mentions(text, p) for p in self.phrases)
         return round(sim + (self.match_boost if match else 0.0), 4), match
 
+    def read_views(self, observation: Observation) -> list[tuple[SignText, ...]]:
+        """What each view's signs say: OCR lines, plus the lines of one board read together."""
+        return [with_boards(self.reader.read(v.image)) for v in observation.views]
+
     def act(self, observation: Observation) -> Action:
         t0 = time.perf_counter()
-        readings = [self.reader.read(v.image) for v in observation.views]
+        readings = self.read_views(observation)
         t1 = time.perf_counter()
         scored = [[(s, *self.score_text(s.text)) for s in signs] for signs in readings]
         t2 = time.perf_counter()
@@ -391,18 +465,25 @@ class OcrEmbedPolicy(Policy):
         second = view_scores[order[1]] if len(order) > 1 else 0.0
         confidence = round(max(0.0, min(1.0, view_scores[best] - second)), 4)
 
-        satisfying = [(i, s) for i, signs in enumerate(scored) for s, score, _ in signs if score >= self.stop_score]
+        satisfying = [(i, s) for i, signs in enumerate(scored) for s, score, match in signs
+                      if score >= self.stop_score or (match and score >= self.match_score)]
+        self.map.note_signs(node, {i: len(signs) for i, signs in enumerate(scored)})
+        if satisfying and self._first_seen is None:
+            self._first_seen = (obs.step, satisfying[0][1].text)
         if any(s.height_px >= self.near_px for _, s in satisfying):
             return STOP, "near", confidence, view_scores
         ahead = [i for i, _ in satisfying if obs.views[i].relative not in BEHIND]
         if self.stop_when_passed and self._approaching and not ahead:
             return STOP, "passed", confidence, view_scores
-        if view_scores[best] >= self.interest_score and (view_scores[best] >= self.stop_score
-                                                         or (node, best) not in self.map.taken):
-            self._approaching = view_scores[best] >= self.stop_score
+        if satisfying:  # the nearest-looking satisfying sign: the tallest text
+            goal = max(satisfying, key=lambda x: (x[1].height_px, -x[0]))[0]
+            self._approaching = True
+            return self._go(node, goal), "approach", confidence, view_scores
+        if view_scores[best] >= self.interest_score and (node, best) not in self.map.taken:
+            self._approaching = False
             return self._go(node, best), "approach", confidence, view_scores
         self._approaching = False
-        choice = self.map.next_move(node, self.explore_spread)
+        choice = self.map.next_move(node, self.explore_spread, self.sign_bonus)
         if choice is None:  # everything reachable is known: wander
             choice = int(self.rng.integers(len(obs.views)))
         return self._go(node, choice), "explore", confidence, view_scores

@@ -111,3 +111,12 @@ class LiveEpisode:
         assert self.trajectory is not None
         self.trajectory.error = message
         self.trajectory.end_reason = EndReason.ERROR
+
+    def abort(self, message: str) -> None:
+        """End it from outside the loop (a cancel, an e-stop), also before the vehicle reached the
+        start (the episode is then its start, 0 steps); nothing happens once it has ended."""
+        if self.done:
+            return
+        if self.trajectory is None:
+            self.trajectory = Trajectory(path=[self.start])
+        self.fail(message)

@@ -78,13 +78,17 @@ class EpisodeSession:
         note_observation(self.observed, obs)
         if self.supervisor is None:
             return PromptContext()
-        return self.supervisor._before(obs)
+        return self.supervisor.advise(obs)
 
     def decided(self, obs: Observation, decision: Decision, records: list[dict[str, Any]]) -> Action:
         self.decisions.extend(records)
         if self.supervisor is None:
             return decision.action
-        return self.supervisor._after(obs, decision)
+        return self.supervisor.judge(obs, decision)
+
+    def failed(self, records: list[dict[str, Any]]) -> None:
+        """A decision that failed: its log records are kept; the caller ends the episode."""
+        self.decisions.extend(records)
 
     def held(self, hold: Hold) -> None:
         self.holds.append(hold)

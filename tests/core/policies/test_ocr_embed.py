@@ -215,3 +215,79 @@ def test_exploring_goes_back_to_the_nearest_untried_street_rather_than_wandering
     assert path == ["S", "E1", "N1", "E1", "S", "W1", "S", "E1", "E2"]
     # With distance from the start counting for little, it follows the street out instead.
     assert STREETS.walk(_explorer(explore_spread=0.5), "S", 90.0, 3) == ["S", "E1", "N1", "N2"]
+
+
+def test_streets_lined_with_signs_are_explored_first():
+    explored = ExploredMap(hop_m=15.0)
+    explored.visit(STREETS.observe("S", 90.0))
+    explored.take("S", 0)
+    explored.visit(STREETS.observe("E1", 90.0))
+    # North of E1 (view 0) wins on distance alone; three signs read down the street east (view 1) win it
+    # that street when each sign is worth a hop. The count is capped, so a crowd of signs is no magnet.
+    assert explored.next_move("E1", spread=2.0) == 0
+    explored.note_signs("E1", {0: 0, 1: 3})
+    assert explored.next_move("E1", spread=2.0, sign_bonus=1.0) == 1
+    assert explored.next_move("E1", spread=2.0, sign_bonus=0.0) == 0
+    explored.note_signs("E1", {0: 0, 1: 50})
+    assert explored.next_move("E1", spread=2.0, sign_bonus=0.1) == 0
+
+
+def test_lines_of_one_board_are_also_read_together():
+    from cityseeker_ros.core.policies.ocr_embed import SignText, with_boards
+
+    societe = SignText("Société", 0.9, 20.0, (100.0, 50.0, 180.0, 70.0))
+    generale = SignText("Générale", 0.8, 19.0, (95.0, 73.0, 190.0, 92.0))
+    elsewhere = SignText("Tabac", 0.9, 20.0, (400.0, 74.0, 460.0, 94.0))  # beside, not under
+    read = with_boards((generale, elsewhere, societe))
+    assert read[:3] == (generale, elsewhere, societe)
+    [board] = read[3:]
+    assert board.text == "Société Générale" and board.confidence == 0.8 and board.height_px == 20.0
+    assert board.box == (95.0, 50.0, 190.0, 92.0)
+    assert lexicon.kinds("Société") == () and lexicon.kinds(board.text) == ("bank",)
+    assert with_boards((societe,)) == (societe,)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("Apotheke am Markt", "pharmacy"), ("Pharmacie du Rocher", "pharmacy"), ("Farmacia Centrale", "pharmacy"),
+    ("Kallion apteekki", "pharmacy"), ("同仁堂大药房", "pharmacy"), ("藥房", "pharmacy"), ("Backerei Huber", "bakery"),
+    ("Bäckerei", "bakery"), ("Hauptbahnhof", "station"), ("Stadtsparkasse", "bank"), ("Geldautomat", "atm"),
+    ("Parkhaus City", "parking"), ("Eisdiele Venezia", "ice_cream"), ("Panificio Rossi", "bakery"),
+    ("Fermata", "bus_stop"), ("Toiletten", "toilets"), ("卫生间", "toilets"), ("中国工商银行", "bank"),
+    ("Krankenhaus", "hospital"), ("Schwimmbad", "pool"), ("Supermarkt", "supermarket"), ("超市", "supermarket"),
+])
+def test_sign_words_in_the_languages_of_the_worlds(text, kind):
+    assert kind in lexicon.kinds(text)
+    assert kind.split("_")[0] in lexicon.expand(text).lower() or lexicon.expand(text) != text
+
+
+def test_local_words_do_not_misread_common_names():
+    assert "supermarket" not in lexicon.kinds("Apotheke am Markt")  # "am Markt": a place name
+    assert "post_office" not in lexicon.kinds("Gasthof zur Post")  # an inn, not a post office
+    assert "park" not in lexicon.kinds("Stadtsparkasse")
+
+
+@pytest.mark.parametrize(("text", "need"), [("药房", "pharmacy"), ("Apotheke", "pharmacy"),
+                                                ("Bäckerei", "bakery")])
+def test_a_drawn_non_english_board_is_read_and_meets_the_need(text, need):
+    from PIL import Image, ImageDraw, ImageFont
+
+    from cityseeker_ros.core.render.settings import DEFAULT_FONT
+
+    try:
+        font = ImageFont.truetype(DEFAULT_FONT, 40)
+    except OSError:
+        pytest.skip(f"{DEFAULT_FONT} missing (apt-get install fonts-wqy-microhei)")
+    image = Image.new("RGB", (640, 480), (200, 200, 200))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((150, 150, 490, 230), fill=(20, 110, 60))
+    draw.text((170, 165), text, font=font, fill=(255, 255, 255))
+    policy = OcrEmbedPolicy()
+    policy.reset(_episode("n0", need), np.random.default_rng(0))
+    read = with_boards_text(policy.reader.read(np.asarray(image)))
+    assert any(policy.score_text(t)[1] for t in read), read
+
+
+def with_boards_text(lines):
+    from cityseeker_ros.core.policies.ocr_embed import with_boards
+
+    return [s.text for s in with_boards(lines)]

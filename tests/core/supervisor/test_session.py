@@ -84,3 +84,21 @@ def test_the_remote_policy_carries_the_real_policy_flags_and_never_decides(tiny_
     assert oracle.privileged and not oracle.accepts_context
     with pytest.raises(RuntimeError, match="decides in the decision node"):
         vlm.act(None)  # type: ignore[arg-type]
+
+
+def test_the_session_uses_only_the_supervisors_public_api():
+    """The episode state machine is core behind public methods: no caller reaches into a
+    supervisor's private state (the nodes and the loops go through EpisodeSession)."""
+    import ast
+    from pathlib import Path
+
+    import cityseeker_ros.core.supervisor as package
+
+    root = Path(package.__file__).parent
+    private = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                    and isinstance(node.value, ast.Attribute) and node.value.attr == "supervisor":
+                private.append(f"{path.name}:{node.lineno} supervisor.{node.attr}")
+    assert private == []

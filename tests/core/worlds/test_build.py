@@ -84,12 +84,26 @@ def test_helsinki_builds_with_tasks(tmp_path):
     assert sum(meta["tasks"]["test"].values()) > 50 and len(meta["tasks"]["test"]) >= 6
 
 
+@pytest.mark.parametrize(("source", "brand"), [
+    ("kotka", None),  # Finnish signs, no chains: a suburb
+    ("manhattan", "Starbucks"),  # US chains on a small clip
+])
+def test_more_packaged_extracts_build_with_tasks(tmp_path, source, brand):
+    import json
+
+    meta = build_world(source, tmp_path / source)
+    assert meta["source"]["package"] and sum(meta["tasks"]["test"].values()) >= 30
+    pois = json.loads((tmp_path / source / "scene.json").read_text())["pois"]
+    assert len(pois) >= 40 and (brand is None or any(p["brand"] == brand for p in pois))
+
+
 @pytest.mark.parametrize("args, message", [
     (["world", "build", "{tmp}/missing.osm.pbf", "--out", "{tmp}/w"], "missing.osm.pbf: no such file"),
     (["world", "build", "{tmp}/corrupt.osm.pbf", "--out", "{tmp}/w"], "corrupt.osm.pbf: not a readable OSM file"),
     (["world", "build", "monaco", "--bbox", "7.46,43.70,7.47,43.71", "--out", "{tmp}/w"],
      "no walkable streets inside bbox"),
-    (["world", "build", "atlantis", "--out", "{tmp}/w"], "neither a packaged extract \\(helsinki, monaco\\)"),
+    (["world", "build", "atlantis", "--out", "{tmp}/w"],
+     "neither a packaged extract \\(helsinki, kotka, manhattan, monaco\\)"),
 ])
 def test_bad_sources_get_one_clear_line(tmp_path, capsys, args, message):
     (tmp_path / "corrupt.osm.pbf").write_bytes(b"\x00\x00\x00\x0dnot a pbf at all" * 10)

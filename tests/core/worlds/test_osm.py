@@ -251,7 +251,7 @@ def test_monaco_has_no_node_inside_a_footprint(monaco):
 
 
 def test_unknown_source_lists_the_known_ones(tmp_path):
-    with pytest.raises(ConfigError, match="helsinki, monaco"):
+    with pytest.raises(ConfigError, match="known sources: helsinki, kotka, manhattan, monaco$"):
         fetch_source("atlantis", tmp_path)
 
 

@@ -1,0 +1,436 @@
+"""The project's records <-> cityseeker_interfaces messages: the one place the wire types meet
+the records the nodes, bag tools and tests work with (ros.schema), as pure functions.
+
+Why records stay behind the wire: evaluators, bag tools and run files compare and store them
+as JSON (as_dict), and a record validates what a message cannot (a move names an index, a
+decision carries an action or an error). The typed messages are what crosses DDS and what a
+bag holds, so `ros2 interface show`, Foxglove and plain MCAP readers understand every topic.
+
+Conventions: an optional number travels as NaN, an optional string as "" (no record field
+uses "" as a value), an optional sub-message with a has_* flag. JSON remains only in the
+free-form fields (Decision.records_json, Outcome.record_json). Message classes are plain
+Python: no rclpy, no running graph, so tests call these directly.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, Optional, Union
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Twist
+from pydantic import ValidationError
+from std_msgs.msg import Header
+
+from cityseeker_interfaces import msg as ci
+from cityseeker_ros.core.text import clean_json, clean_text, loads_json
+from cityseeker_ros.ros.schema import (
+    ActionField,
+    ActionMsg,
+    CommandMsg,
+    DecisionMsg,
+    EpisodeMsg,
+    GoalField,
+    GuidanceMsg,
+    HoldField,
+    LocationMsg,
+    MapOrigin,
+    OutcomeMsg,
+    PanoramaEntry,
+    SafetyMsg,
+    Stamp,
+    SupervisorStatusMsg,
+    Task,
+    VelocityField,
+    ViewEntry,
+    ViewSetMsg,
+    WalkableField,
+)
+
+# -- scalars -----------------------------------------------------------------------------------
+
+
+def nan_or(value: Optional[float]) -> float:
+    return math.nan if value is None else float(value)
+
+
+def or_none(value: float) -> Optional[float]:
+    return None if math.isnan(value) else float(value)
+
+
+def text_or_none(value: str) -> Optional[str]:
+    return value if value else None
+
+
+def _text(value: Optional[str]) -> str:
+    """ROS refuses to encode a lone surrogate: replaced by U+FFFD rather than failing a publish."""
+    return clean_text(value) if value else ""
+
+
+def _json(value: Any) -> str:
+    return json.dumps(clean_json(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def _time(stamp: Optional[Stamp]) -> Time:
+    return Time(sec=stamp.sec, nanosec=stamp.nanosec) if stamp is not None else Time()
+
+
+def _stamp(time: Time) -> Stamp:
+    return Stamp(sec=int(time.sec), nanosec=int(time.nanosec))
+
+
+def _header(stamp: Optional[Stamp], frame_id: str = "") -> Header:
+    return Header(stamp=_time(stamp), frame_id=frame_id)
+
+
+def _geo(lat: Optional[float], lon: Optional[float], alt: Optional[float] = None) -> ci.GeoPoint:
+    return ci.GeoPoint(latitude=nan_or(lat), longitude=nan_or(lon), altitude=nan_or(alt))
+
+
+def _metrics(values: Optional[Mapping[str, Any]]) -> list[ci.Metric]:
+    return [ci.Metric(name=k, value=float(v)) for k, v in (values or {}).items() if isinstance(v, (int, float))]
+
+
+# -- tasks and actions -------------------------------------------------------------------------
+
+
+def task_to_ros(task: Task) -> ci.Task:
+    return ci.Task(episode_id=_text(task.episode_id), city=_text(task.city), category=_text(task.category),
+                   difficulty=_text(task.difficulty), instruction=_text(task.instruction),
+                   request=_text(task.request), start=_text(task.start), seed=int(task.seed),
+                   round=int(task.round), run=int(task.run))
+
+
+def task_from_ros(msg: ci.Task) -> Task:
+    return Task(episode_id=msg.episode_id, city=msg.city, category=msg.category, difficulty=msg.difficulty,
+                instruction=msg.instruction, request=msg.request, start=msg.start, seed=msg.seed,
+                round=msg.round, run=msg.run)
+
+
+_KINDS = {"move": ci.AgentAction.MOVE, "stop": ci.AgentAction.STOP, "back": ci.AgentAction.BACK}
+_KIND_NAMES = {v: k for k, v in _KINDS.items()}
+
+
+def action_to_ros(field: Optional[ActionField]) -> ci.AgentAction:
+    if field is None:
+        return ci.AgentAction(kind=ci.AgentAction.STOP, index=-1)
+    return ci.AgentAction(kind=_KINDS[field.kind], index=field.index if field.index is not None else -1,
+                          back_to=_text(field.back_to))
+
+
+def action_from_ros(msg: ci.AgentAction) -> ActionField:
+    """ValueError (pydantic's) for an unknown kind or an inconsistent action."""
+    kind = _KIND_NAMES.get(msg.kind)
+    if kind is None:
+        raise ValueError(f"AgentAction.kind must be MOVE, STOP or BACK, got {msg.kind}")
+    if kind == "move" and msg.index < 0:
+        raise ValueError(f"AgentAction.index of a MOVE must be a view index >= 0, got {msg.index}")
+    return ActionField(kind=kind, index=msg.index if kind == "move" else None,
+                       back_to=msg.back_to if kind == "back" else None)
+
+
+# -- view sets and decisions -------------------------------------------------------------------
+
+CONTEXT_FIELDS = ("backtrack", "surroundings", "history", "feedback")
+
+
+def context_to_ros(context: Optional[Mapping[str, Optional[str]]]) -> ci.PromptContext:
+    context = context or {}
+    return ci.PromptContext(**{k: _text(context.get(k)) for k in CONTEXT_FIELDS})
+
+
+def context_from_ros(msg: ci.PromptContext) -> dict[str, Optional[str]]:
+    """The core PromptContext's fields (None where the message is empty)."""
+    return {k: text_or_none(getattr(msg, k)) for k in CONTEXT_FIELDS}
+
+
+def view_set_to_ros(view_set: ViewSetMsg) -> ci.ViewSet:
+    """The view set without images (they travel on the images topic, matched by stamp and
+    frame id); its `context` travels beside it (Decide goals), not in it."""
+    views = [ci.View(index=v.index, heading_deg=float(v.heading), relative=v.relative, frame_id=v.frame_id or "")
+             for v in view_set.views]
+    msg = ci.ViewSet(header=_header(view_set.stamp, "map"), view_set_id=view_set.view_set_id,
+                     task=task_to_ros(view_set.task), node=_text(view_set.node),
+                     position=_geo(view_set.lat, view_set.lon),
+                     facing_deg=float(view_set.facing), step=view_set.step, steps_left=view_set.steps_left,
+                     feedback=_text(view_set.feedback), views=views, done=view_set.done)
+    if view_set.panorama is not None:
+        msg.has_panorama = True
+        msg.panorama = ci.Panorama(frame_id=view_set.panorama.frame_id, width=view_set.panorama.width,
+                                   height=view_set.panorama.height)
+    return msg
+
+
+def view_set_from_ros(msg: ci.ViewSet, context: Optional[ci.PromptContext] = None) -> ViewSetMsg:
+    """ValueError (pydantic's) when a field is out of range."""
+    views = [ViewEntry(index=v.index, heading=v.heading_deg, relative=v.relative, frame_id=text_or_none(v.frame_id))
+             for v in msg.views]
+    panorama = (PanoramaEntry(frame_id=msg.panorama.frame_id, width=msg.panorama.width, height=msg.panorama.height)
+                if msg.has_panorama else None)
+    return ViewSetMsg(view_set_id=msg.view_set_id, stamp=_stamp(msg.header.stamp), task=task_from_ros(msg.task),
+                      node=msg.node, lat=msg.position.latitude, lon=msg.position.longitude, facing=msg.facing_deg,
+                      step=msg.step, steps_left=msg.steps_left, feedback=text_or_none(msg.feedback), views=views,
+                      done=msg.done, panorama=panorama,
+                      context=context_from_ros(context) if context is not None else None)
+
+
+def decision_to_ros(decision: DecisionMsg) -> ci.Decision:
+    return ci.Decision(view_set_id=decision.view_set_id, task=task_to_ros(decision.task), step=decision.step,
+                       ok=decision.error is None, action=action_to_ros(decision.action), error=_text(decision.error),
+                       confidence=nan_or(decision.confidence), rationale=_text(decision.rationale),
+                       policy=_text(decision.policy), latency_s=float(decision.latency_s),
+                       records_json=_json(decision.records))
+
+
+def decision_from_ros(msg: ci.Decision) -> DecisionMsg:
+    """ValueError when the action is inconsistent or records_json is not a JSON array of objects."""
+    records = loads_json(msg.records_json) if msg.records_json else []
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError("Decision.records_json must be a JSON array of objects")
+    return DecisionMsg(view_set_id=msg.view_set_id, task=task_from_ros(msg.task), step=msg.step,
+                       action=action_from_ros(msg.action) if msg.ok else None,
+                       error=None if msg.ok else (msg.error or "the decision carried no action"),
+                       confidence=or_none(msg.confidence), rationale=msg.rationale, policy=msg.policy,
+                       latency_s=msg.latency_s, records=records)
+
+
+def world_action_to_ros(action: ActionMsg) -> ci.WorldAction:
+    return ci.WorldAction(view_set_id=action.view_set_id, ok=action.error is None,
+                          action=action_to_ros(action.action), error=_text(action.error))
+
+
+def world_action_from_ros(msg: ci.WorldAction) -> ActionMsg:
+    if msg.ok:
+        return ActionMsg(view_set_id=msg.view_set_id, action=action_from_ros(msg.action))
+    return ActionMsg(view_set_id=msg.view_set_id, error=msg.error or "the action carried no action")
+
+
+# -- episodes and outcomes ---------------------------------------------------------------------
+
+_STATUS = {"idle": ci.Episode.IDLE, "running": ci.Episode.RUNNING, "ended": ci.Episode.ENDED}
+_STATUS_NAMES = {v: k for k, v in _STATUS.items()}
+_SOLVABLE = {None: ci.Episode.SOLVABLE_UNKNOWN, True: ci.Episode.SOLVABLE_YES, False: ci.Episode.SOLVABLE_NO}
+_SOLVABLE_VALUES = {v: k for k, v in _SOLVABLE.items()}
+
+
+def _step_action(value: Union[int, None, str]) -> int:
+    return ci.Episode.ACTION_STOP if value is None else ci.Episode.ACTION_BACK if value == "back" else int(value)
+
+
+def _step_action_from(value: int) -> Union[int, None, str]:
+    return None if value == ci.Episode.ACTION_STOP else "back" if value == ci.Episode.ACTION_BACK else int(value)
+
+
+def episode_to_ros(episode: EpisodeMsg, stamp: Optional[Stamp] = None) -> ci.Episode:
+    msg = ci.Episode(header=_header(stamp, "map"), status=_STATUS[episode.status], has_task=episode.task is not None,
+                     path=list(episode.path), actions=[_step_action(a) for a in episode.actions],
+                     steps=episode.steps, end_reason=_text(episode.end_reason), error=_text(episode.error),
+                     path_geo=[_geo(p[0], p[1]) for p in episode.path_latlon], solvable=_SOLVABLE[episode.solvable],
+                     metrics=_metrics(episode.metrics), has_map_origin=episode.map_origin is not None)
+    if episode.task is not None:
+        msg.task = task_to_ros(episode.task)
+    if episode.map_origin is not None:
+        msg.map_origin = _geo(episode.map_origin.lat, episode.map_origin.lon)
+    return msg
+
+
+def episode_from_ros(msg: ci.Episode) -> EpisodeMsg:
+    status = _STATUS_NAMES.get(msg.status)
+    if status is None:
+        raise ValueError(f"Episode.status must be IDLE, RUNNING or ENDED, got {msg.status}")
+    return EpisodeMsg(status=status, task=task_from_ros(msg.task) if msg.has_task else None, path=list(msg.path),
+                      actions=[_step_action_from(a) for a in msg.actions], steps=msg.steps,
+                      end_reason=text_or_none(msg.end_reason), error=text_or_none(msg.error),
+                      path_latlon=[[p.latitude, p.longitude] for p in msg.path_geo],
+                      solvable=_SOLVABLE_VALUES.get(msg.solvable),
+                      metrics={m.name: m.value for m in msg.metrics} if status == "ended" and msg.metrics else None,
+                      map_origin=(MapOrigin(lat=msg.map_origin.latitude, lon=msg.map_origin.longitude)
+                                  if msg.has_map_origin else None))
+
+
+def outcome_to_ros(outcome: OutcomeMsg) -> ci.Outcome:
+    record = outcome.record
+    metrics = record.get("metrics") or {}
+    return ci.Outcome(index=outcome.index, total=outcome.total, episode_id=_text(str(record.get("episode_id", ""))),
+                      seed=int(record.get("seed", 0)), round=len(record.get("rounds") or []),
+                      end_reason=_text(record.get("end_reason")), success=float(metrics.get("tce", 0.0)) >= 1.0,
+                      metrics=_metrics(metrics), record_json=_json(record))
+
+
+def outcome_from_ros(msg: ci.Outcome) -> OutcomeMsg:
+    record = loads_json(msg.record_json)
+    if not isinstance(record, dict):
+        raise ValueError("Outcome.record_json must be a JSON object")
+    return OutcomeMsg(index=msg.index, total=msg.total, record=record)
+
+
+_STATES = {"starting": ci.SupervisorStatus.STARTING, "selecting": ci.SupervisorStatus.SELECTING,
+           "running": ci.SupervisorStatus.RUNNING, "holding": ci.SupervisorStatus.HOLDING,
+           "finished": ci.SupervisorStatus.FINISHED}
+_STATE_NAMES = {v: k for k, v in _STATES.items()}
+
+
+def status_to_ros(status: SupervisorStatusMsg, stamp: Optional[Stamp] = None) -> ci.SupervisorStatus:
+    return ci.SupervisorStatus(header=_header(stamp), state=_STATES[status.state], reason=_text(status.reason),
+                               episode_id=_text(status.episode_id), seed=status.seed or 0, round=status.round or 0,
+                               step=status.step if status.step is not None else -1, done=status.done,
+                               total=status.total, holds=status.holds)
+
+
+def status_from_ros(msg: ci.SupervisorStatus) -> SupervisorStatusMsg:
+    state = _STATE_NAMES.get(msg.state)
+    if state is None:
+        raise ValueError(f"SupervisorStatus.state out of range: {msg.state}")
+    running = bool(msg.episode_id)
+    return SupervisorStatusMsg(state=state, reason=msg.reason, episode_id=msg.episode_id or None,
+                               seed=msg.seed if running else None, round=msg.round if running else None,
+                               step=msg.step if msg.step >= 0 else None, done=msg.done, total=msg.total,
+                               holds=msg.holds)
+
+
+# -- live: location, guidance, commands, safety ------------------------------------------------
+
+_LOCATION = {"on-node": ci.Location.ON_NODE, "between": ci.Location.BETWEEN, "off-graph": ci.Location.OFF_GRAPH,
+             "no-fix": ci.Location.NO_FIX}
+_LOCATION_NAMES = {v: k for k, v in _LOCATION.items()}
+
+
+def location_to_ros(location: LocationMsg) -> ci.Location:
+    walkable = [ci.Walkable(index=w.index, heading_deg=float(w.heading_deg), relative_deg=nan_or(w.relative_deg),
+                            direction=_text(w.direction), target=_text(w.target)) for w in location.walkable]
+    return ci.Location(header=_header(location.stamp), status=_LOCATION[location.status], node=_text(location.node),
+                       distance_m=nan_or(location.distance_m), heading_deg=nan_or(location.heading_deg),
+                       heading_source=_text(location.heading_source), walkable=walkable,
+                       position=_geo(location.lat, location.lon), reason=_text(location.reason))
+
+
+def location_from_ros(msg: ci.Location) -> LocationMsg:
+    status = _LOCATION_NAMES.get(msg.status)
+    if status is None:
+        raise ValueError(f"Location.status out of range: {msg.status}")
+    walkable = [WalkableField(index=w.index, heading_deg=w.heading_deg, relative_deg=or_none(w.relative_deg),
+                              direction=text_or_none(w.direction), target=text_or_none(w.target)) for w in msg.walkable]
+    return LocationMsg(stamp=_stamp(msg.header.stamp), status=status, node=text_or_none(msg.node),
+                       distance_m=or_none(msg.distance_m), heading_deg=or_none(msg.heading_deg),
+                       heading_source=text_or_none(msg.heading_source), walkable=walkable,
+                       lat=or_none(msg.position.latitude), lon=or_none(msg.position.longitude), reason=msg.reason)
+
+
+def guidance_to_ros(guidance: GuidanceMsg) -> ci.Guidance:
+    return ci.Guidance(header=_header(guidance.stamp), view_set_id=guidance.view_set_id,
+                       episode_id=_text(guidance.episode_id),
+                       action=ci.AgentAction(kind=_KINDS[guidance.action], index=-1),
+                       node=_text(guidance.node), next_node=_text(guidance.next_node),
+                       heading_deg=nan_or(guidance.heading_deg), relative_deg=nan_or(guidance.relative_deg),
+                       direction=_text(guidance.direction), distance_m=nan_or(guidance.distance_m),
+                       reason=_text(guidance.reason), confidence=nan_or(guidance.confidence))
+
+
+def guidance_from_ros(msg: ci.Guidance) -> GuidanceMsg:
+    kind = _KIND_NAMES.get(msg.action.kind)
+    if kind is None:
+        raise ValueError(f"Guidance.action.kind out of range: {msg.action.kind}")
+    return GuidanceMsg(stamp=_stamp(msg.header.stamp), view_set_id=msg.view_set_id, episode_id=msg.episode_id,
+                       action=kind, node=msg.node, next_node=text_or_none(msg.next_node),
+                       heading_deg=or_none(msg.heading_deg), relative_deg=or_none(msg.relative_deg),
+                       direction=text_or_none(msg.direction), distance_m=or_none(msg.distance_m), reason=msg.reason,
+                       confidence=or_none(msg.confidence))
+
+
+def command_to_ros(command: CommandMsg) -> ci.MotionCommand:
+    c = command.command
+    msg = ci.MotionCommand(header=_header(command.stamp), reason=_text(command.reason),
+                           view_set_id=_text(command.view_set_id), goal=_geo(None, None),
+                           goal_heading_deg=math.nan, speed_m_s=math.nan)
+    if isinstance(c, GoalField):
+        msg.type = ci.MotionCommand.GOAL
+        msg.goal = _geo(c.lat, c.lon, c.alt_m)
+        msg.goal_heading_deg, msg.speed_m_s = nan_or(c.heading_deg), nan_or(c.speed_m_s)
+    elif isinstance(c, VelocityField):
+        msg.type = ci.MotionCommand.VELOCITY
+        msg.header.frame_id = "enu"
+        msg.velocity = Twist()
+        msg.velocity.linear.x, msg.velocity.linear.y, msg.velocity.linear.z = c.east_m_s, c.north_m_s, c.up_m_s
+        msg.velocity.angular.z = math.radians(c.yaw_rate_deg_s)
+    else:
+        msg.type = ci.MotionCommand.HOLD
+    return msg
+
+
+def command_from_ros(msg: ci.MotionCommand) -> CommandMsg:
+    """ValueError for an unknown type."""
+    field: Union[GoalField, VelocityField, HoldField]
+    if msg.type == ci.MotionCommand.GOAL:
+        alt = msg.goal.altitude
+        field = GoalField(lat=msg.goal.latitude, lon=msg.goal.longitude, alt_m=0.0 if math.isnan(alt) else alt,
+                          heading_deg=or_none(msg.goal_heading_deg), speed_m_s=or_none(msg.speed_m_s))
+    elif msg.type == ci.MotionCommand.VELOCITY:
+        v = msg.velocity
+        field = VelocityField(east_m_s=v.linear.x, north_m_s=v.linear.y, up_m_s=v.linear.z,
+                              yaw_rate_deg_s=math.degrees(v.angular.z))
+    elif msg.type == ci.MotionCommand.HOLD:
+        field = HoldField()
+    else:
+        raise ValueError(f"MotionCommand.type must be HOLD, GOAL or VELOCITY, got {msg.type}")
+    return CommandMsg(stamp=_stamp(msg.header.stamp), command=field, reason=msg.reason,
+                      view_set_id=text_or_none(msg.view_set_id))
+
+
+def safety_to_ros(safety: SafetyMsg) -> ci.SafetyStatus:
+    return ci.SafetyStatus(header=_header(safety.stamp), moving=safety.moving, code=_text(safety.code),
+                           reason=_text(safety.reason), estop=safety.estop)
+
+
+def safety_from_ros(msg: ci.SafetyStatus) -> SafetyMsg:
+    return SafetyMsg(stamp=_stamp(msg.header.stamp), moving=msg.moving, code=msg.code, reason=msg.reason,
+                     estop=msg.estop)
+
+
+# -- by record type ----------------------------------------------------------------------------
+
+# record class -> (message class, to_ros, from_ros): what each topic's record travels as.
+WIRE: dict[type, tuple[type, Callable[..., Any], Callable[[Any], Any]]] = {
+    ViewSetMsg: (ci.ViewSet, view_set_to_ros, view_set_from_ros),
+    DecisionMsg: (ci.Decision, decision_to_ros, decision_from_ros),
+    ActionMsg: (ci.WorldAction, world_action_to_ros, world_action_from_ros),
+    EpisodeMsg: (ci.Episode, episode_to_ros, episode_from_ros),
+    OutcomeMsg: (ci.Outcome, outcome_to_ros, outcome_from_ros),
+    SupervisorStatusMsg: (ci.SupervisorStatus, status_to_ros, status_from_ros),
+    LocationMsg: (ci.Location, location_to_ros, location_from_ros),
+    GuidanceMsg: (ci.Guidance, guidance_to_ros, guidance_from_ros),
+    CommandMsg: (ci.MotionCommand, command_to_ros, command_from_ros),
+    SafetyMsg: (ci.SafetyStatus, safety_to_ros, safety_from_ros),
+}
+_BY_MESSAGE = {msg_type: (record, decode) for record, (msg_type, _, decode) in WIRE.items()}  # by class
+
+
+def msg_type(record: type) -> type:
+    """The message class a record of this type travels as."""
+    return WIRE[record][0]
+
+
+def to_ros(record: Any) -> Any:
+    return WIRE[type(record)][1](record)
+
+
+def from_ros(msg: Any) -> Any:
+    """The record of a received message; ValueError with one line naming the message type and
+    the first problem when it is malformed (a bad enum value, an inconsistent action)."""
+    return record_from(_BY_MESSAGE[type(msg)][0], msg)
+
+
+def record_from(record: type, msg: Any, *extra: Any) -> Any:
+    """A `record` from a message of its wire type: rclpy's, or any object with the same fields
+    (a bag reader's); `extra` goes to the decoder (a Decide goal's context for a view set).
+    Errors as from_ros."""
+    decode = WIRE[record][2]
+    try:
+        return decode(msg, *extra)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "message"
+        raise ValueError(f"malformed {WIRE[record][0].__name__}: {where}: {first.get('msg')}") from None
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"malformed {WIRE[record][0].__name__}: {first_line}") from None

@@ -1,0 +1,25 @@
+"""launch/seek.launch.py starts the node set `cityseeker seek` starts (ros/node_sets.seek_nodes):
+the camera run's nodes with the supervisor in mode seek, no evaluator, and with walker:=sim the
+simulated walker; evaluated with tests/test_launch.py's fake of launch."""
+from __future__ import annotations
+
+import pytest
+
+from cityseeker_ros.cli import build_parser, run_config_of
+from cityseeker_ros.ros import node_sets
+from tests.test_launch import LAUNCH, differences, launched, runner_started
+from tests.test_launch import fake_launch as fake_launch  # the fixture: launch and launch_ros faked
+
+
+@pytest.mark.usefixtures("fake_launch")
+def test_seek_launch_starts_the_seek_commands_node_set(tmp_path):
+    d, o = str(tmp_path / "data"), str(tmp_path / "out")
+    launch = launched(LAUNCH / "seek.launch.py", {"data": d, "out": o, "policy": "ocr-embed", "source": "replay",
+                                                  "walker": "sim", "max_steps": "12"})
+    args = build_parser().parse_args(["seek", "I am thirsty", "--world", d, "--out", o, "--policy", "ocr-embed",
+                                      "--source", "replay", "--walker", "sim", "--max-steps", "12"])
+    runner = runner_started(node_sets.seek_nodes(run_config_of(args)))
+    assert differences(launch, runner) == []
+    assert [s.name for s in launch] == ["walker", "graph_localiser", "camera_ingest", "vlm_decision", "supervisor"]
+    supervisor = dict(next(s for s in launch if s.name == "supervisor").params)
+    assert supervisor["mode"] == "seek"
