@@ -38,9 +38,13 @@ class ParamSpec:
                                    dynamic_typing=self.dynamic_typing)
 
 
+# Settings several nodes load a dataset with, spelled and described once.
+DATASET = ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world")
+CITY = ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one")
+
 STREETVIEW_REPLAY = (
     ParamSpec("data", "", "dataset folder: one CitySeeker city or world folder, or a folder of them"),
-    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
+    DATASET,
     ParamSpec("episode", "", "episode to run: an episode id or an index in load order; '' waits idle. "
               "Setting it (with seed, atomically if both change) starts a new run",
               read_only=False, dynamic_typing=True),
@@ -83,7 +87,7 @@ VLM_DECISION = (
 # both derive the same run id, strategies and config.json as `cityseeker benchmark`.
 RUN = (
     ParamSpec("data", "", "dataset folder: one CitySeeker city or world folder, or a folder of them"),
-    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
+    DATASET,
     ParamSpec("policy", "random", "the decision node's policy name (recorded; chooses how hints are followed)"),
     ParamSpec("policy_params", "{}", "JSON object of the policy's settings (recorded in config.json)"),
     ParamSpec("backend", "", "VLM backend (shorthand for policy_params backend; '' leaves it)"),
@@ -172,8 +176,8 @@ AIRSIM_BRIDGE = (
 
 GRAPH_LOCALISER = (
     ParamSpec("data", "", "dataset folder with the street graph: a CitySeeker city or world folder, or several"),
-    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
-    ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
+    DATASET,
+    CITY,
     ParamSpec("input", "fix", "what to localise: fix (sensor_msgs/NavSatFix on `fix`) or odom (nav_msgs/Odometry "
               "on `odom`)"),
     ParamSpec("odom_origin", "", "'lat,lon' of the odometry frame's (0, 0); '' is the street graph's map origin "
@@ -196,8 +200,8 @@ CAMERA_INGEST = (
     ParamSpec("source", "replay", "frame source name (video, equirect, rig, rosbag, replay, airsim, topic)"),
     ParamSpec("source_params", "{}", "JSON object of the frame source's settings"),
     ParamSpec("data", "", "dataset folder with the street graph (needed by replay; gives node positions)"),
-    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
-    ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
+    DATASET,
+    CITY,
     ParamSpec("max_steps", DEFAULT_MAX_STEPS, "view sets per run at most (the step budget)"),
     ParamSpec("image_format", VIEW_IMAGE_FORMAT, "view image format on the wire: raw (sensor_msgs/Image rgb8), "
               "png (lossless) or jpeg (lossy) as CompressedImage on images/compressed"),
@@ -208,8 +212,8 @@ CAMERA_INGEST = (
 
 WALKER = (
     ParamSpec("data", "", "dataset folder with the street graph (places the walker's start)"),
-    ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world"),
-    ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one"),
+    DATASET,
+    CITY,
     ParamSpec("start", "", "\"lat,lon\" where the walker starts; '' = node start_node"),
     ParamSpec("start_node", "", "street-graph node where the walker starts; '' = the first episode's start"),
     ParamSpec("speed_m_s", 0.0, "walking speed, m/s; 0 teleports to each goal (reproducible runs)"),
