@@ -27,6 +27,7 @@ registers it through a `sitecustomize` module on PYTHONPATH, so the stack itself
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -35,8 +36,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -51,7 +54,8 @@ from cityseeker_ros.core.views import make_view_source
 
 TARGET_MS = {"headings": 10.0, "images": 15.0}
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cityseeker" / "HongKong_6"
-LOOP_LINE = re.compile(r"loop: (\d+) steps, period p50 ([\d.]+) ms p95 ([\d.]+) ms")
+# "[INFO] [<epoch s>] [supervisor]: loop: ..." (rcutils' default format)
+LOOP_LINE = re.compile(r"\[([\d.]+)\] \[[^]]*\]: loop: (\d+) steps, period p50 ([\d.]+) ms p95 ([\d.]+) ms")
 SEEING = "forward-seeing"
 PANO_SIZE = (2048, 1024)
 M_PER_DEG = 6378137.0 * math.pi / 180.0  # Web-Mercator units per degree of longitude
@@ -138,10 +142,65 @@ def in_process_step_ms(data: Path, episodes: int, policy_name: str = "forward",
     return medians, statistics.fmean(shown) if shown else 0.0
 
 
+class CpuSampler:
+    """CPU seconds (user + system, /proc/PID/stat) of a run's processes, sampled every `period_s`
+    while it runs, so the CPU spent between two instants can be read afterwards: a figure that,
+    unlike the wall-clock period, hardly moves when other work shares the cores."""
+
+    TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, processes_file: Path, period_s: float = 0.05) -> None:
+        self.processes_file, self.period_s = processes_file, period_s
+        self.samples: list[tuple[float, dict[str, float]]] = []  # (wall time, name -> CPU s)
+        self._pids: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            with contextlib.suppress(OSError, ValueError):
+                for entry in json.loads(self.processes_file.read_text()):
+                    self._pids[entry["name"]] = entry["pid"]  # a respawned node: its newest PID
+            cpu = {}
+            for name, pid in self._pids.items():
+                with contextlib.suppress(OSError):
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    cpu[name] = (int(fields[11]) + int(fields[12])) * self.TICK_S  # utime, stime
+            if cpu:
+                self.samples.append((time.time(), cpu))
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds per process from the last sample at or before `start` to the first at or
+        after `end` (a process missing from either sample counts from 0 or to its last)."""
+        before = [c for t, c in self.samples if t <= start]
+        after = [c for t, c in self.samples if t >= end]
+        if not before or not after:
+            raise ValueError("no CPU samples around the measured window")
+        return {name: cpu - before[-1].get(name, 0.0) for name, cpu in after[0].items()}
+
+
+@dataclass
+class RosFigures:
+    """The supervisor's per-episode p50 and p95 periods, and CPU per step from the end of the
+    first episode to the end of the last (so start-up is not counted) for each process."""
+
+    p50s: list[float]
+    p95s: list[float]
+    cpu_ms_per_step: dict[str, float]
+
+
 def ros_step_ms(data: Path, episodes: int, single_process: bool, policy_name: str = "forward",
                 views: Optional[dict[str, Any]] = None,
-                image_format: Optional[str] = None) -> tuple[list[float], list[float]]:
-    """Per-episode p50 and p95 of the supervisor's view-set-to-view-set period."""
+                image_format: Optional[str] = None) -> RosFigures:
+    """Per-episode p50 and p95 of the supervisor's view-set-to-view-set period, and CPU per step."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         command = [sys.executable, "-m", "cityseeker_ros.cli", "run", "benchmark", "--data", str(data), "--policy",
@@ -158,15 +217,21 @@ def ros_step_ms(data: Path, episodes: int, single_process: bool, policy_name: st
             env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH", "")) if p)
             if image_format:
                 command += ["--image-format", image_format]
-        done = subprocess.run(command + (["--single-process"] if single_process else []), capture_output=True,
-                              text=True, env=env)
+        with CpuSampler(out / "ros" / "processes.json") as cpu:
+            done = subprocess.run(command + (["--single-process"] if single_process else []), capture_output=True,
+                                  text=True, env=env)
         if done.returncode != 0:
             sys.exit(f"cityseeker run benchmark failed:\n{done.stdout}\n{done.stderr}")
         log = (out / "ros" / ("single_process.log" if single_process else "supervisor.log")).read_text()
     found = LOOP_LINE.findall(log)
     if len(found) != episodes:
         sys.exit(f"expected {episodes} 'loop:' lines in the supervisor's log, found {len(found)}")
-    return [float(p50) for _, p50, _ in found], [float(p95) for _, _, p95 in found]
+    cpu_ms: dict[str, float] = {}
+    if episodes > 1:
+        steps = sum(int(n) for _, n, _, _ in found[1:])
+        used = cpu.between(float(found[0][0]), float(found[-1][0]))
+        cpu_ms = {name: 1000 * s / steps for name, s in sorted(used.items())}
+    return RosFigures([float(f[2]) for f in found], [float(f[3]) for f in found], cpu_ms)
 
 
 def codec_ms(sizes: Sequence[tuple[int, int]] = ((640, 480), (1280, 960)), repeats: int = 7) -> None:
@@ -255,16 +320,21 @@ def main() -> None:
                          "height": height, "cache_size": len(nodes)}
             policy = SEEING if views else "forward"
             local, per_step = in_process_step_ms(data, args.episodes, policy, views)
-            p50s, p95s = ros_step_ms(data, args.episodes, args.single_process, policy, views, args.image_format)
-            in_process, over_ros = statistics.median(local), statistics.median(p50s)
+            ros = ros_step_ms(data, args.episodes, args.single_process, policy, views, args.image_format)
+            in_process, over_ros = statistics.median(local), statistics.median(ros.p50s)
             added, target = over_ros - in_process, TARGET_MS[case]
             what = (f"{policy}, {per_step:.2f} views of {width}x{height} per step, image_format "
                     f"{args.image_format or 'default'}" if views else f"{policy}, no images")
             print(f"{case} on {data.name} ({what}):")
             print(f"  in process:  {in_process:8.3f} ms per step (median of per-episode medians)")
-            print(f"  over ROS 2:  {over_ros:8.3f} ms per step p50 (p95 {statistics.median(p95s):.3f} ms)")
+            print(f"  over ROS 2:  {over_ros:8.3f} ms per step p50 (p95 {statistics.median(ros.p95s):.3f} ms); "
+                  f"load average {os.getloadavg()[0]:.2f}")
             print(f"  added:       {added:8.3f} ms per step; ratio {over_ros / in_process:.1f}x; target <= {target:g} "
                   f"ms: {'met' if added <= target else 'NOT met'}")
+            if ros.cpu_ms_per_step:
+                parts = ", ".join(f"{name} {ms:.2f}" for name, ms in ros.cpu_ms_per_step.items())
+                print(f"  CPU:         {sum(ros.cpu_ms_per_step.values()):8.3f} ms per step over all processes "
+                      f"({parts}); in process {in_process:.3f}")
 
 
 if __name__ == "__main__":

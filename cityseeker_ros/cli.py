@@ -81,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Start graph_localiser, camera_ingest, vlm_decision and the supervisor "
                         "serving /supervisor/seek (with --walker sim also a simulated walker), send one Seek goal, "
                         "print each step and the result, stop every process started. Ctrl-C cancels the goal "
-                        "(the vehicle holds).")
+                        "(the vehicle holds). A refused goal prints 'result: rejected (CODE): reason' (busy, "
+                        "estop, no_fix, off_graph, outside_geofence, bad_need, bad_budget). Exit status: 0 the goal "
+                        "succeeded, 1 it ended otherwise, 3 it was rejected, 2 an error.")
     sk.add_argument("need", help="the need in words, e.g. 'I am thirsty'")
     _benchmark_options(sk)
     sk.add_argument("--world", dest="data", type=Path, help="the world folder (same as --data)")

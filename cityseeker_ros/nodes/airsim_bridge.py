@@ -30,7 +30,6 @@ from cityseeker_ros.core.airsim.bridge import (
     AirSimBridge,
     BridgeLink,
     BridgeStatus,
-    load_safety_config,
     status_level,
     unguarded_config,
 )
@@ -38,6 +37,7 @@ from cityseeker_ros.core.airsim.client import AirSimError, load_client_module
 from cityseeker_ros.core.airsim.motion import MOTION_MODES
 from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.safety import EStop, LatchFile, SafetyGate
+from cityseeker_ros.core.safety.config import load_safety_config
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, convert_vehicle, qos, typed
 from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter

@@ -7,6 +7,10 @@ It needs rclpy, so it runs in a ROS process (on a pip-only machine: one started 
 Every wait spins this client's own executor; nothing blocks a callback.
 
     python -m cityseeker_ros.nodes.seek_client "I am thirsty" --max-steps 20 [--json OUT.json]
+
+A goal the server refuses ends at once with outcome `rejected`, its `code` (busy, estop,
+off_graph, outside_geofence, bad_need, ...) and reason; the command prints them and exits 3
+(0: the goal succeeded, 1: it ended otherwise, 2: no server or no answer in time).
 """
 from __future__ import annotations
 
@@ -29,11 +33,12 @@ from rclpy.signals import SignalHandlerOptions
 from cityseeker_interfaces.action import Seek
 
 OUTCOMES = {Seek.Result.FOUND: "found", Seek.Result.BUDGET: "budget", Seek.Result.CANCELLED: "cancelled",
-            Seek.Result.FAILED: "failed"}
+            Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected"}
 STATUSES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED: "aborted",
             GoalStatus.STATUS_CANCELED: "canceled"}
 ACTIONS = {0: "move", 1: "stop", 2: "back"}  # AgentAction kinds
-NOT_READY = "rejected (not_ready)"  # nodes/supervisor_actions.py: the server is starting
+NOT_READY = "not_ready"  # the rejection code of a server still starting (nodes/supervisor_actions.py)
+EXIT_SUCCEEDED, EXIT_ENDED, EXIT_ERROR, EXIT_REJECTED = 0, 1, 2, 3  # main()'s exit codes
 
 
 class SeekError(RuntimeError):
@@ -65,10 +70,13 @@ class SeekStep:
 @dataclass(frozen=True)
 class SeekOutcome:
     """A goal's end: the action status (succeeded, aborted, canceled), the Seek outcome (found,
-    budget, cancelled, failed), where it stopped and why, and its feedback."""
+    budget, cancelled, failed, rejected), its code (a rejection's: busy, off_graph...; otherwise
+    how it ended: stopped, budget, cancelled, stalled, estop, error), where it stopped and why,
+    and its feedback."""
 
     status: str
     outcome: str
+    code: str
     reason: str
     node: str
     lat: Optional[float]
@@ -80,10 +88,14 @@ class SeekOutcome:
 
     @property
     def rejected(self) -> bool:
-        return self.reason.startswith("rejected (")
+        """The server refused the goal; nothing moved."""
+        return self.outcome == "rejected"
 
     def line(self) -> str:
-        return (f"{self.outcome} ({self.status}) at {self.node or '-'} after {self.steps} steps, "
+        if self.rejected:
+            return f"rejected ({self.code}): {self.reason}"
+        how = f"{self.code}, " if self.code and self.code not in (self.outcome, "stopped") else ""
+        return (f"{self.outcome} ({how}{self.status}) at {self.node or '-'} after {self.steps} steps, "
                 f"{self.distance_m:.1f} m: {self.reason}")
 
 
@@ -98,9 +110,9 @@ def step_of(msg: Any) -> SeekStep:
 
 
 def outcome_of(status: int, msg: Any, feedback: list[SeekStep]) -> SeekOutcome:
-    return SeekOutcome(STATUSES.get(status, str(status)), OUTCOMES.get(msg.outcome, str(msg.outcome)), msg.reason,
-                       msg.node, _number(msg.position.latitude), _number(msg.position.longitude), list(msg.path),
-                       msg.steps, msg.distance_m, feedback)
+    return SeekOutcome(STATUSES.get(status, str(status)), OUTCOMES.get(msg.outcome, str(msg.outcome)), msg.code,
+                       msg.reason, msg.node, _number(msg.position.latitude), _number(msg.position.longitude),
+                       list(msg.path), msg.steps, msg.distance_m, feedback)
 
 
 class Seeker:
@@ -121,12 +133,26 @@ class Seeker:
         self._feedback: list[SeekStep] = []
         self._on_feedback: Optional[Callable[[SeekStep], None]] = None
 
-    def wait_until_ready(self, timeout_s: float = 60.0) -> None:
+    def wait_until_ready(self, timeout_s: float = 60.0, probe_s: float = 2.0) -> None:
+        """Until the server has answered a goal and its result. `server_is_ready` only says that
+        this client sees the server's endpoints; until the server also sees this client's, its
+        answers are dropped ("failed to send response (timeout)" in its log) and a goal sent then
+        is lost to us. A goal with an empty need is always refused, so it is the probe, sent
+        again every `probe_s` until both answers come."""
         deadline = time.monotonic() + timeout_s
         while not self.client.server_is_ready():
             if time.monotonic() > deadline:
                 raise SeekError(f"no Seek action server on {self.server} after {timeout_s:g} s")
             self.executor.spin_once(timeout_sec=0.1)
+        while True:
+            try:
+                sent = self.client.send_goal_async(Seek.Goal(need=""))
+                self._spin_until(sent, probe_s, "a readiness probe")
+                self._spin_until(sent.result().get_result_async(), probe_s, "a readiness probe's result")
+                return
+            except SeekError:
+                if time.monotonic() > deadline:
+                    raise SeekError(f"{self.server} answered no goal within {timeout_s:g} s") from None
 
     def start(self, need: str, max_steps: int = 0, preempt: bool = False,
               feedback: Optional[Callable[[SeekStep], None]] = None, timeout_s: float = 10.0) -> None:
@@ -139,6 +165,11 @@ class Seeker:
         if not self._handle.accepted:
             raise SeekError(f"{self.server} did not accept the goal")
         self._result = self._handle.get_result_async()
+
+    @property
+    def sent(self) -> bool:
+        """A goal was sent and taken (its result comes, or has come)."""
+        return self._handle is not None
 
     @property
     def feedback(self) -> list[SeekStep]:
@@ -179,7 +210,7 @@ class Seeker:
         while True:
             self.start(need, max_steps, preempt, feedback)
             outcome = self.result(timeout_s)
-            if not outcome.reason.startswith(NOT_READY) or time.monotonic() > deadline:
+            if not (outcome.rejected and outcome.code == NOT_READY) or time.monotonic() > deadline:
                 return outcome
             end = time.monotonic() + 0.5
             while time.monotonic() < end:
@@ -230,19 +261,24 @@ def main(argv: Optional[list[str]] = None) -> int:
                                   feedback=lambda s: print(s.line(), flush=True), timeout_s=args.timeout,
                                   ready_timeout_s=args.wait)
         except KeyboardInterrupt:  # Ctrl-C holds the vehicle: cancel, then report how it ended
+            if not seeker.sent:  # nothing to cancel (e.g. the node set stopped while starting)
+                print("seek: interrupted before a goal was sent", file=sys.stderr)
+                return EXIT_ERROR
             print("cancelling: the vehicle holds", flush=True)
             seeker.cancel()
             outcome = seeker.result(10.0)
     except SeekError as exc:
         print(f"seek: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     finally:
         seeker.close()
     print(f"result: {outcome.line()}", flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(asdict(outcome), out)
-    return 0 if outcome.status == "succeeded" else 1
+    if outcome.rejected:
+        return EXIT_REJECTED
+    return EXIT_SUCCEEDED if outcome.status == "succeeded" else EXIT_ENDED
 
 
 if __name__ == "__main__":

@@ -182,9 +182,10 @@ class StreetviewReplayNode(Node):
             return
         if result.done:
             self._end(result.observation)
-        else:
-            self._publish_episode("running")
+        else:  # the view set first: the supervisor waits for it, and the episode's path is for monitors
             self._publish_or_fail(result.observation)
+            if not env.done:  # the panorama failed: _end has published the episode
+                self._publish_episode("running")
 
     def _publish_or_fail(self, observation: Observation) -> None:
         """Publish the observation with its panorama; a view source that cannot make the

@@ -31,7 +31,6 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from pydantic import ValidationError
 from rcl_interfaces.srv import SetParametersAtomically
-from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import Header
@@ -62,6 +61,7 @@ from cityseeker_ros.core.supervisor.run_plan import RunPlan
 from cityseeker_ros.core.supervisor.session import make_supervisor
 from cityseeker_ros.nodes import supervisor_actions
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.decide_client import DecideClient
 from cityseeker_ros.ros import convert, markers, qos, typed
 from cityseeker_ros.ros.convert_vehicle import command_to_msg
 from cityseeker_ros.ros.parameters import SUPERVISOR, declare, run_config
@@ -122,7 +122,7 @@ class SupervisorNode(Node):
         self._finalized_reported = False
         self._graph_city: Optional[str] = None
 
-        self._decide = ActionClient(self, Decide, f"{decision}/decide")
+        self._decide = DecideClient(self, f"{decision}/decide")  # no status subscription: see its module
         self._goal: Optional[DecideGoal] = None  # the Decide goal in flight
         self._goal_retry_at = 0.0  # monotonic: no goal is sent before this
         self._goal_pub = self.create_publisher(Decide.Goal, "~/decide_goal", qos.STATE)
@@ -152,7 +152,7 @@ class SupervisorNode(Node):
             self._loop = supervisor_actions.make_loop(
                 p["mode"], self._config, worlds, memory, supervisor, outputs,
                 decision_timeout_s=self._decision_timeout_s, select_timeout_s=self._select_timeout_s,
-                stall_timeout_s=self._stall_timeout_s, altitude_m=self._altitude_m)
+                stall_timeout_s=self._stall_timeout_s, altitude_m=self._altitude_m, safety_config=p["safety_config"])
         elif self._live:
             self._loop = LiveLoop(self._config, plan, supervisor, outputs, self._decision_timeout_s,
                                   self._stall_timeout_s, self._altitude_m)
@@ -378,7 +378,7 @@ class DecideGoal:
     view_set_id: str
     goal: Decide.Goal
     sent_at: Optional[float] = None  # monotonic; None: not in flight (to be sent)
-    handle: Any = None  # ClientGoalHandle once accepted
+    handle: Any = None  # DecideGoalHandle once accepted
     tries: int = 0
 
 
@@ -409,8 +409,9 @@ class RosOutputs(Outputs):
         forward = msg.model_copy(update={"task": task, "context": asdict(context)})
         goal = Decide.Goal(view_set=typed.view_set_to_ros(forward), context=typed.context_to_ros(forward.context),
                            timeout_s=self.node._decision_timeout_s)
-        self.node._goal_pub.publish(goal)  # what was asked, for bags (bag_eval re-decides from it)
         self.node._ask(view_set.view_set_id, goal)
+        self.node._goal_pub.publish(goal)  # what was asked, for bags (bag_eval re-decides from it): after
+        # the goal, so this copy's publish is not on the step's critical path
 
     def act(self, view_set_id: str, action: Optional[Action], error: Optional[str] = None) -> None:
         msg = ActionMsg(view_set_id=view_set_id, action=convert.action_to_field(action) if action else None,

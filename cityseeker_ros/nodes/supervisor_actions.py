@@ -7,9 +7,11 @@ feedback and results into action messages. The supervisor node attaches it with 
 A goal the core refuses (an empty or over-long need, another goal active without preempt, a
 latched e-stop, no fix, off the street graph, outside the geofence, the decision node not yet
 active, an unknown episode) is accepted and at once aborted, its result carrying the core's
-code and one-line reason ("rejected (busy): ..."): rclpy's GoalResponse.REJECT cannot carry
-text, and a reason in the result reaches every client, `ros2 action send_goal` included. The
-same line goes to the node's log. Nothing moves for a rejected goal.
+code and one-line reason (Seek: outcome REJECTED, `code` and `reason`; RunEpisode:
+`episode.error` "rejected (CODE): ..."): rclpy's GoalResponse.REJECT cannot carry text, and a
+result reaches every client, `ros2 action send_goal` included. The same line goes to the node's
+log. Nothing moves for a rejected goal. The geofence is the one of the `safety_config` file the
+vehicle bridge's gate reads (core.safety.config.load_safety_config), given to the supervisor too.
 
 Cancel: the cancel callback calls the core's `cancel` at once (no waiting in a callback), which
 sends the HOLD motion command before the callback returns; the vehicle's safety gate still
@@ -40,6 +42,7 @@ from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.guidance import guide_action
 from cityseeker_ros.core.memory.store import MemoryStore
 from cityseeker_ros.core.policies.base import Decision
+from cityseeker_ros.core.safety.config import load_safety_config
 from cityseeker_ros.core.safety.estop import EStop
 from cityseeker_ros.core.supervisor.loop import EpisodeLoop, Outputs, ViewSet
 from cityseeker_ros.core.supervisor.replay import ReplayLoop
@@ -220,15 +223,20 @@ class EpisodeServerLoop(ReplayLoop):
 
 def make_loop(mode: str, config: BenchmarkConfig, worlds: Sequence[World], memory: Optional[MemoryStore],
               supervisor: Optional[Supervisor], outputs: Outputs, *, decision_timeout_s: float,
-              select_timeout_s: float, stall_timeout_s: float, altitude_m: float) -> EpisodeLoop:
-    """The loop of a served mode, its outputs passed on to `outputs` and to the action server."""
+              select_timeout_s: float, stall_timeout_s: float, altitude_m: float,
+              safety_config: str = "") -> EpisodeLoop:
+    """The loop of a served mode, its outputs passed on to `outputs` and to the action server.
+    Mode seek: `safety_config` ('' none) is the vehicle's safety file, whose geofence a goal's
+    start must lie in; a bad file fails here, naming the file and the field."""
     forwarding = ForwardingOutputs(outputs)
     if mode == SEEK:
         if len(worlds) != 1:
             raise ConfigError(f"mode seek: parameter data must hold one world (the street graph the vehicle is "
                               f"on), got {len(worlds)}: {', '.join(w.city for w in worlds)}")
+        geofence = load_safety_config(safety_config).geofence if safety_config else None
         return RosSeekSession(worlds[0], config, forwarding, decision_timeout_s=decision_timeout_s,
-                              stall_timeout_s=stall_timeout_s, altitude_m=altitude_m, estop=EStop())
+                              stall_timeout_s=stall_timeout_s, altitude_m=altitude_m, estop=EStop(),
+                              geofence=geofence)
     if mode == EPISODES:
         return EpisodeServerLoop(config, worlds, memory, supervisor, forwarding, decision_timeout_s,
                                  select_timeout_s)
@@ -269,15 +277,15 @@ def seek_result(result: SeekResult, world: World, fix: tuple[Optional[float], Op
     lat, lon = fix if fix[0] is not None else (result.lat, result.lon)
     nodes = world.graph.nodes
     return Seek.Result(
-        outcome=OUTCOME_OF.get(result.outcome, Seek.Result.FAILED), node=result.node, position=geo(lat, lon),
-        path=list(result.path), path_geo=[geo(nodes[n].lat, nodes[n].lon) for n in result.path],
-        steps=result.steps, distance_m=float(result.distance_m),
-        reason=result.message if result.outcome in OUTCOME_OF else f"{result.outcome}: {result.message}")
+        outcome=OUTCOME_OF.get(result.outcome, Seek.Result.FAILED), code=result.outcome, node=result.node,
+        position=geo(lat, lon), path=list(result.path),
+        path_geo=[geo(nodes[n].lat, nodes[n].lon) for n in result.path], steps=result.steps,
+        distance_m=float(result.distance_m), reason=result.message)
 
 
 def rejected_seek(code: str, reason: str) -> Seek.Result:
-    return Seek.Result(outcome=Seek.Result.FAILED, position=geo(math.nan, math.nan), reason=f"rejected ({code}): "
-                                                                                          f"{reason}")
+    """A refused goal: nothing moved, so no node, path or position."""
+    return Seek.Result(outcome=Seek.Result.REJECTED, code=code, position=geo(math.nan, math.nan), reason=reason)
 
 
 def _action_code(entry: Any) -> int:
@@ -361,7 +369,7 @@ class SeekServer:
         goal = goal_handle.request
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
-            return Seek.Result(outcome=Seek.Result.CANCELLED, position=geo(math.nan, math.nan),
+            return Seek.Result(outcome=Seek.Result.CANCELLED, code="cancelled", position=geo(math.nan, math.nan),
                                reason="cancelled before it started")
         if self.session.state == "starting":
             return self._reject(goal_handle, "not_ready", NOT_READY)
@@ -389,6 +397,7 @@ class SeekServer:
         return msg
 
     def _reject(self, goal_handle: Any, code: str, reason: str) -> Seek.Result:
+        """ABORTED (never SUCCEEDED), so `ros2 action send_goal` says the goal failed."""
         self.node.get_logger().warning(f"seek goal rejected ({code}): {reason}")
         goal_handle.abort()
         return rejected_seek(code, reason)

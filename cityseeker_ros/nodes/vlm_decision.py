@@ -97,9 +97,10 @@ class VlmDecisionNode(LifecycleNode):
         self._goal_futures: dict[bytes, Future] = {}  # goal id -> its future in `_waiting`
         self._reset_state()
         # result_timeout 1 s, not rclpy's 900: the status array the server publishes about three
-        # times a goal lists every goal still kept, and the client decodes it in Python each time
-        # (2 ms at 180 goals), which doubled the loop's overhead. Clients ask for the result at
-        # acceptance, and a repeated goal gets the stored decision, so nothing needs it longer.
+        # times a goal lists every goal still kept, and an rclpy ActionClient decodes it in Python
+        # each time (2 ms at 180 goals). The supervisor does not subscribe to it (nodes/decide_client.py)
+        # but other clients may. Clients ask for the result at acceptance, and a repeated goal gets
+        # the stored decision, so nothing needs it longer.
         self._server = ActionServer(self, Decide, "~/decide", self._execute, goal_callback=self._on_goal,
                                     cancel_callback=self._on_cancel, result_timeout=1)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
@@ -393,9 +394,17 @@ class VlmDecisionNode(LifecycleNode):
         for future in waiting.futures:
             if not future.done():
                 future.set_result(result)
+        # After the goals' results (their tasks were scheduled first): the copy for bags and
+        # monitors is not on the step's critical path.
+        if self.executor is not None:
+            self.executor.create_task(self._publish_decision, result)
+        else:
+            self._publish_decision(result)
+        self._prune_images()
+
+    def _publish_decision(self, result: DecisionMsg) -> None:
         self._decision_pub.publish(typed.decision_to_ros(result))
         self._published += 1
-        self._prune_images()
 
     def _check_images_timeout(self) -> None:
         """Answer a view set whose images never came with an error rather than waiting forever;

@@ -39,6 +39,7 @@ from cityseeker_ros.core.guidance import Guidance
 from cityseeker_ros.core.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.policies.base import Decision
 from cityseeker_ros.core.text import clean_text
+from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
 from cityseeker_ros.ros.schema import (
     ActionField,
     DecisionMsg,
@@ -54,7 +55,6 @@ from cityseeker_ros.ros.schema import (
 
 # The image_format parameter's values: raw Image, or CompressedImage by Pillow format.
 IMAGE_FORMATS = ("raw", "png", "jpeg")
-DEFAULT_IMAGE_FORMAT = "raw"
 _PILLOW_FORMATS = {"jpeg": "JPEG", "png": "PNG"}
 RAW_ENCODING = "rgb8"
 COMPRESSED_SUFFIX = "/compressed"  # image_transport's topic for the compressed transport
@@ -239,7 +239,7 @@ def raw_image_msg(rgb: np.ndarray, stamp: Stamp, frame_id: str) -> Image:
     return msg
 
 
-def image_to_msg(rgb: np.ndarray, stamp: Stamp, frame_id: str, image_format: str = DEFAULT_IMAGE_FORMAT,
+def image_to_msg(rgb: np.ndarray, stamp: Stamp, frame_id: str, image_format: str = VIEW_IMAGE_FORMAT,
                  quality: int = 90) -> ViewImageMsg:
     """A view image as `image_format` gives it: Image for `raw`, CompressedImage otherwise."""
     if check_image_format(image_format) == "raw":

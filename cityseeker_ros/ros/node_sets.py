@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.benchmark import BenchmarkConfig
+from cityseeker_ros.core.errors import ConfigError
 from cityseeker_ros.core.policies import POLICIES
 from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
 from cityseeker_ros.ros.run_config import RunConfig
@@ -41,6 +42,9 @@ def nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]] = None) -> list
         return benchmark_nodes(config, out, tasks, decision_timeout_s=run.decision_timeout_s,
                                image_format=run.image_format)
     if run.kind == "camera":
+        if run.safety_config:  # only a seek's supervisor reads it; a camera run must not look fenced
+            raise ConfigError("safety_config bounds where a Seek goal may start, and a camera run serves none: "
+                              "use `cityseeker seek` or seek.launch.py, or drop it")
         walker = [walker_node(config, run.fix_topic)] if run.walker == "sim" else []
         return walker + camera_nodes(config, out, tasks, source=run.source, source_params=run.source_params,
                                      fix_topic=run.fix_topic, decision_timeout_s=run.decision_timeout_s,
@@ -143,11 +147,13 @@ def walker_node(config: BenchmarkConfig, fix_topic: str) -> NodeSpec:
 
 def seek_nodes(run: RunConfig) -> list[NodeSpec]:
     """A camera or AirSim run's nodes serving Seek goals: the supervisor in mode seek (no plan;
-    nodes/supervisor_actions.py) and no evaluator, since a seek writes no benchmark record."""
+    nodes/supervisor_actions.py) with the run's safety config (its geofence bounds where a goal
+    may start) and no evaluator, since a seek writes no benchmark record."""
     if run.kind not in ("camera", "airsim"):
         raise ValueError(f"a seek runs on a camera or airsim node set, not {run.kind!r}")
-    return [replace(n, params={**n.params, "mode": "seek", "tasks": ""}) if n.name == SUPERVISOR else n
-            for n in nodes(run, []) if n.name != EVALUATOR]
+    safety = str(Path(run.safety_config).resolve()) if run.safety_config else ""
+    return [replace(n, params={**n.params, "mode": "seek", "tasks": "", "safety_config": safety})
+            if n.name == SUPERVISOR else n for n in nodes(replace(run, safety_config=""), []) if n.name != EVALUATOR]
 
 
 PLAYER, RECORDER, ASKER = "bag_player", "bag_recorder", "bag_asker"

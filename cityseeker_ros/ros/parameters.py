@@ -128,6 +128,9 @@ SUPERVISOR = RUN + (
               "comes 1 m closer to its goal for this long ends the episode as 'stalled'"),
     ParamSpec("heartbeat_rate_hz", 10.0, "rate of ~/heartbeat; vehicles move only while it is alive"),
     ParamSpec("altitude_m", 0.0, "goal altitude above home in vehicle mode (a drone's cruise height)"),
+    ParamSpec("safety_config", "", "mode seek: the vehicle's safety file (core.safety.SafetyConfig, as the "
+              "vehicle bridge reads it); a goal from a position outside its geofence is rejected "
+              "(outside_geofence); '' none (only a bridge's gate enforces a fence); other modes ignore it"),
     ParamSpec("frame_id", "map", "frame of the markers"),
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
 )

@@ -206,7 +206,9 @@ SETTINGS: tuple[Setting, ...] = (
             '\'{"lat": 43.7384, "lon": 7.4246}\'', required=("airsim",)),
     Setting("motion", ("airsim",), "teleport (set the pose at each node, reproducible) or fly (behind the "
             "safety gate; needs safety_config)"),
-    Setting("safety_config", ("airsim",), "YAML safety config: geofence, limits (required to fly)"),
+    Setting("safety_config", ("camera", "airsim"), "YAML safety config: geofence, limits (airsim: the bridge's "
+            "gate, required to fly; a seek: the supervisor rejects goals from outside its geofence; a camera "
+            "run without seek refuses it)"),
     Setting("altitude_m", ("airsim",), "goal altitude above home, metres", _number),
     Setting("camera_params", ("airsim",), "JSON object of the airsim frame source's settings (camera...)",
             json_object, flag="--camera-param"),
@@ -275,6 +277,10 @@ def checked(run: RunConfig) -> RunConfig:
             run.benchmark.memory = str((Path(run.out) / MEMORY_FILE).resolve())
     if run.kind == "camera" and run.walker not in ("", "sim"):
         raise ConfigError(f"walker must be '' (a real device) or sim, got {run.walker!r}")
+    if run.kind in LIVE_RUNS and run.safety_config:  # the nodes check it too; this fails before any starts
+        from cityseeker_ros.core.safety.config import load_safety_config
+
+        load_safety_config(run.safety_config)
     if run.kind == "airsim":
         run.anchor_object()
         if run.motion not in ("teleport", "fly"):

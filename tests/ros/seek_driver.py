@@ -96,7 +96,7 @@ class Driver:
             while True:
                 tries += 1
                 result = self.run({"op": "seek", "need": ""}, timeout_s)["result"]
-                if not result["reason"].startswith(NOT_READY) or time.monotonic() > deadline:
+                if result["code"] != NOT_READY or time.monotonic() > deadline:
                     return {"tries": tries, "result": result}
                 self.spin(0.3)
         if kind == "result":

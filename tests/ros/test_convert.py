@@ -2,6 +2,7 @@
 plain Python)."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import cv2
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 from cityseeker_ros.core.directions import RelativeDirection
 from cityseeker_ros.core.environment import STOP, Environment, Observation, View, move, retrace
 from cityseeker_ros.core.policies.base import Decision
-from cityseeker_ros.ros import convert, typed
+from cityseeker_ros.ros import convert, parameters, typed
 from cityseeker_ros.ros.schema import ActionField, ActionMsg, DecisionMsg, EpisodeMsg, Stamp, ViewSetMsg, as_dict, parse
 
 STAMP = Stamp(sec=12, nanosec=345)
@@ -251,3 +252,13 @@ def test_a_location_round_trips_through_its_record(tiny_world):
     assert loc.walkable and loc.status.value == "on-node"
     msg = parse(LocationMsg, convert.location_to_msg(loc, Stamp(sec=12, nanosec=500_000_000)).to_json())
     assert convert.location_from_msg(msg) == loc
+
+
+def test_the_default_image_format_has_one_source():
+    """convert encodes by default in the nodes' and runs' default (ros/parameters.py), not a copy."""
+    default = inspect.signature(convert.image_to_msg).parameters["image_format"].default
+    assert default == parameters.VIEW_IMAGE_FORMAT
+    assert not hasattr(convert, "DEFAULT_IMAGE_FORMAT")
+    msg = convert.image_to_msg(red_image(), STAMP, "view_0")
+    assert convert.wire_format(msg) == convert.wire_format(
+        convert.image_to_msg(red_image(), STAMP, "view_0", parameters.VIEW_IMAGE_FORMAT))

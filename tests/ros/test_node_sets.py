@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,16 @@ def test_launch_defaults_are_the_command_lines():
         if setting.in_benchmark and setting.name not in ("data", "policy"):
             cli_default = BENCHMARK_DEFAULTS[cli_names.get(setting.name, setting.name)]
             assert setting.default() == cli_default, setting.name
+
+
+def test_a_safety_config_reaches_only_a_seeks_supervisor_and_a_camera_run_refuses_it(tmp_path):
+    """Only the seek supervisor reads the geofence; a camera run that took the flag would look fenced
+    and not be, so it is refused, naming the setting."""
+    safety = str(Path(__file__).resolve().parents[2] / "config" / "safety.yaml")
+    run = cli_run("camera", "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "o"),
+                  "--safety-config", safety)
+    with pytest.raises(ConfigError, match="safety_config"):
+        node_sets.nodes(run)
+    seek = {n.name: n for n in node_sets.seek_nodes(run)}
+    assert seek["supervisor"].params["safety_config"] == safety
+    assert seek["supervisor"].params["mode"] == "seek"

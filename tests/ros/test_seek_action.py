@@ -2,7 +2,8 @@
 DDS on loopback, with the node sets `cityseeker seek` starts (ros/node_sets.seek_nodes): a
 simulated walker (nodes/walker.py), graph_localiser, camera_ingest with the replay source, a
 decision node and the supervisor in mode seek; an operator process (tests/ros/seek_driver.py)
-sends goals with the project's Seek client and records every motion command."""
+sends goals with the project's Seek client and records every motion command. A refused goal
+ends ABORTED with outcome REJECTED, its code and reason, within 5 s, and nothing moves."""
 from __future__ import annotations
 
 import json
@@ -17,15 +18,17 @@ import pytest
 
 from cityseeker_ros.core.benchmark import BenchmarkConfig
 from cityseeker_ros.core.datasets import load_dataset
+from cityseeker_ros.core.geodesy import destination
 from cityseeker_ros.core.supervisor.seek import MAX_NEED_CHARS
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets, run_config
-from cityseeker_ros.ros.runner import Runner
+from cityseeker_ros.ros.runner import CONFIG_ERROR_EXIT, Runner
 from tests.ros.test_live import COMPARED
 from tests.ros.test_runner import REPO, in_process, logs, records
 
 TINY_VIEWS = {"views": "rendered", "view_params": {"width": 32, "height": 24}}
 CANCEL_TRIALS = 20
+ANSWER_WITHIN_S = 5.0  # a rejection is an answer, not a hang
 
 
 def seek_run(monaco_dir: Path, out: Path, policy: str, max_steps: int, **settings: Any) -> run_config.RunConfig:
@@ -128,11 +131,7 @@ def test_bad_goals_get_clear_rejections_and_never_hang(monaco_dir, ros_env, tmp_
     s = report["steps"][1:]
 
     def rejected(i: int, code: str) -> str:
-        result = s[i]["result"]
-        assert result["status"] == "aborted" and result["outcome"] == "failed", s[i]
-        assert result["reason"].startswith(f"rejected ({code}): "), s[i]
-        assert s[i]["answered_s"] < 5.0  # an answer, not a hang
-        return result["reason"]
+        return rejection(s[i], code)
 
     assert "empty" in rejected(0, "bad_need")
     assert f"{MAX_NEED_CHARS + 1} characters" in rejected(1, "bad_need")
@@ -151,6 +150,95 @@ def test_bad_goals_get_clear_rejections_and_never_hang(monaco_dir, ros_env, tmp_
     holds = [c["t"] for c in report["commands"] if c["t"] > tripped and c["type"] == "hold" and "e-stop" in c["reason"]]
     assert holds and holds[0] - tripped < 1.0, report["commands"]
     assert [c for c in report["commands"] if holds[0] < c["t"] < reset and c["type"] == "goal"] == []
+
+
+def rejection(step: dict[str, Any], code: str) -> str:
+    """A seek op's result as a rejection with `code`, answered in time; its reason."""
+    result = step["result"]
+    assert result["status"] == "aborted" and result["outcome"] == "rejected" and result["code"] == code, step
+    assert result["reason"] and result["path"] == [] and result["steps"] == 0 and result["feedback"] == [], step
+    assert step["answered_s"] < ANSWER_WITHIN_S, step
+    return result["reason"]
+
+
+def safety_file(path: Path, lat: float, lon: float, radius_m: float) -> Path:
+    path.write_text(f"safety:\n  geofence:\n    circle:\n      center: [{lat}, {lon}]\n      radius_m: {radius_m}\n")
+    return path
+
+
+@pytest.mark.parametrize("case", ["outside_geofence", "off_graph"])
+def test_a_goal_from_outside_the_geofence_or_off_the_graph_is_rejected_and_nothing_moves(monaco_dir, ros_env,
+                                                                                          tmp_path, case):
+    """The supervisor reads the vehicle's safety file (--safety-config, the bridge's file): the
+    walker stands on the graph 1 km outside its geofence, or 500 m off the graph inside it. Each
+    goal (preempt or not) ends REJECTED with that code and reason within 5 s; no motion command
+    leaves the supervisor."""
+    world = load_dataset(monaco_dir)[0]
+    start = world.graph.nodes[world.episodes[0].start]
+    if case == "outside_geofence":
+        at = (start.lat, start.lon)
+        fence = safety_file(tmp_path / "safety.yaml", *destination(start.lat, start.lon, 0.0, 1100.0), 100.0)
+    else:
+        at = destination(start.lat, start.lon, 180.0, 500.0)
+        while world.graph.nearest_nodes(*at, 1)[0][1] < 400.0:  # well beyond the localiser's 30 m
+            at = destination(*at, 180.0, 100.0)
+        fence = safety_file(tmp_path / "safety.yaml", *at, 5000.0)
+    run = seek_run(monaco_dir, tmp_path / "run", "random", 200, safety_config=str(fence))
+    nodes = [replace(n, params={**n.params, "start": f"{at[0]},{at[1]}"}) if n.name == node_sets.WALKER else n
+             for n in node_sets.seek_nodes(run)]
+    assert dict(next(n for n in nodes if n.name == node_sets.SUPERVISOR).params)["safety_config"] == str(fence)
+    steps = [{"op": "ready"}, {"op": "seek", "need": "I am thirsty"},
+             {"op": "seek", "need": "find a pharmacy", "max_steps": 3, "preempt": True},
+             {"op": "sleep", "s": 1.0}]
+    with Runner(nodes, tmp_path / "run" / "ros", ros_env, monitor=False) as runner:
+        runner.start()
+        report = drive(tmp_path, ros_env, runner, steps)
+    _, first, second, _ = report["steps"]
+    reasons = [rejection(first, case), rejection(second, case)]
+    expected = "outside the circle geofence" if case == "outside_geofence" else "off the street graph"
+    assert all(expected in r for r in reasons), reasons
+    print(f"\n{case}: answered in {1000 * first['answered_s']:.0f} and {1000 * second['answered_s']:.0f} ms: "
+          f"{reasons[0]}")
+    assert [c for c in report["commands"] if c["type"] == "goal"] == [], report["commands"]
+
+
+def test_the_seek_command_prints_a_rejection_with_its_code_and_exits_3(monaco_dir, ros_domain, tmp_path):
+    """`cityseeker seek ... --safety-config FENCE` with the walker outside the fence: one line
+    with the code and reason, exit status 3, and the JSON result says the same."""
+    start = load_dataset(monaco_dir)[0].graph.nodes[load_dataset(monaco_dir)[0].episodes[0].start]
+    fence = safety_file(tmp_path / "safety.yaml", *destination(start.lat, start.lon, 90.0, 2000.0), 150.0)
+    result_file = tmp_path / "result.json"
+    done = subprocess.run([sys.executable, "-m", "cityseeker_ros.cli", "seek", "I am thirsty", "--world",
+                           str(monaco_dir), "--source", "replay", "--policy", "random", "--walker", "sim",
+                           "--safety-config", str(fence), "--out", str(tmp_path / "run"), "--result", str(result_file),
+                           "--domain-id", str(ros_domain), "--timeout", "200"],
+                          cwd=REPO, capture_output=True, text=True, timeout=260)
+    assert done.returncode == 3, done.stdout + done.stderr + logs(tmp_path / "run")
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("result: ")]
+    assert line.startswith("result: rejected (outside_geofence): the vehicle at (") and "1850.0 m outside" in line
+    result = json.loads(result_file.read_text())
+    assert (result["status"], result["outcome"], result["code"]) == ("aborted", "rejected", "outside_geofence")
+    assert result["steps"] == 0 and result["feedback"] == [] and not [x for x in done.stdout.splitlines()
+                                                                      if x.startswith("step ")]
+
+
+def test_a_bad_safety_file_stops_the_seek_supervisor_at_start_naming_the_file_and_field(monaco_dir, ros_processes,
+                                                                                       tmp_path):
+    """`cityseeker seek` refuses it before any node starts; a supervisor started by hand (as
+    `ros2 run` would) exits at start with the same line."""
+    bad = tmp_path / "safety.yaml"
+    bad.write_text("safety:\n  geofence:\n    circle:\n      center: [43.7, 7.4]\n      radius_m: -5\n")
+    line = f"safety_config {bad}: safety.geofence.circle.radius_m must be a positive number"
+    done = subprocess.run([sys.executable, "-m", "cityseeker_ros.cli", "seek", "I am thirsty", "--world",
+                           str(monaco_dir), "--source", "replay", "--policy", "random", "--safety-config", str(bad),
+                           "--out", str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and f"cityseeker: error: {line}" in done.stderr, done.stdout + done.stderr
+    assert "ROS_DOMAIN_ID=" not in done.stdout and not (tmp_path / "run" / "ros").exists()  # nothing started
+    process = ros_processes.node("cityseeker_ros.nodes.supervisor", "-p", f"data:={monaco_dir}", "-p", "mode:=seek",
+                                 "-p", f"safety_config:={bad}", "-p", "manage_decision_node:=false")
+    assert process.wait(timeout=60) == CONFIG_ERROR_EXIT
+    log = (ros_processes.logs / "supervisor.log").read_text()
+    assert line in log, log
 
 
 def test_a_run_episode_goal_returns_the_in_process_record(monaco_dir, ros_env, tmp_path):

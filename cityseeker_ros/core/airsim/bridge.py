@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -383,27 +382,6 @@ def unguarded_config() -> SafetyConfig:
     (a teleported vehicle does not move between decisions); the e-stop still latches."""
     return SafetyConfig(geofence=Unfenced(), decision_timeout_s=math.inf, heartbeat_timeout_s=None,
                         max_speed_m_s=math.inf, max_vertical_speed_m_s=math.inf, max_altitude_m=math.inf)
-
-
-def load_safety_config(path: str) -> SafetyConfig:
-    """A YAML or JSON file (JSON is YAML) holding SafetyConfig.from_dict's mapping, optionally
-    under a top-level `safety:` key; every error names the file."""
-    import yaml
-
-    from cityseeker_ros.core.errors import ConfigError
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise ConfigError(f"safety_config {path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"safety_config {path}: not YAML/JSON ({exc})") from None
-    if isinstance(data, Mapping) and set(data) == {"safety"}:
-        data = data["safety"]
-    try:
-        return SafetyConfig.from_dict(data)
-    except ConfigError as exc:
-        raise ConfigError(f"safety_config {path}: {exc}") from None
 
 
 def status_level(status: BridgeStatus) -> str:

@@ -1,10 +1,12 @@
 """Safety settings for a live trial, validated up front so a typo fails before take-off and the
-error names the field."""
+error names the field. `load_safety_config` reads the one file that the vehicle bridge (its gate)
+and the supervisor in mode seek (its geofence check of a goal) both use."""
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.errors import ConfigError
@@ -50,3 +52,22 @@ class SafetyConfig:
             values[f.name] = float(v)
         max_alt = values.get("max_altitude_m", cls.max_altitude_m)
         return cls(geofence=geofence_from_dict(d["geofence"], max_alt, f"{prefix}.geofence"), **values)
+
+
+def load_safety_config(path: str) -> SafetyConfig:
+    """A YAML or JSON file (JSON is YAML) holding SafetyConfig.from_dict's mapping, optionally
+    under a top-level `safety:` key; every error names the file."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"safety_config {path}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"safety_config {path}: not YAML/JSON ({exc})") from None
+    if isinstance(data, Mapping) and set(data) == {"safety"}:
+        data = data["safety"]
+    try:
+        return SafetyConfig.from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"safety_config {path}: {exc}") from None

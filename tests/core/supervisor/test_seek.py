@@ -1,13 +1,15 @@
 """Seek without ROS: a need given at run time, sought from where the simulated walker stands,
 through the same live loop (walker, localiser, camera view sets, a decision side). Bad goals are
 rejected with their reason and nothing moves; a need the agent cannot satisfy ends at the budget
-saying so; a policy stop ends it with success unknown. Adversarial: cancels at random instants
+saying so; a policy stop ends it with success unknown; the vehicle's safety file (the bridge's)
+bounds where a goal may start. Adversarial: cancels at random instants
 from another thread never let a motion command out after the cancel's hold, two goals racing
 never both run, and an e-stop latched between accept and the first step ends the goal held."""
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -22,6 +24,7 @@ from cityseeker_ros.core.policies import make_policy
 from cityseeker_ros.core.policies.base import Policy
 from cityseeker_ros.core.safety import CircleFence, EStop
 from cityseeker_ros.core.safety.commands import Goal, Hold
+from cityseeker_ros.core.safety.config import load_safety_config
 from cityseeker_ros.core.sim import PolicyDecider, SimulatedWalker
 from cityseeker_ros.core.supervisor.seek import (
     MAX_NEED_CHARS,
@@ -31,6 +34,8 @@ from cityseeker_ros.core.supervisor.seek import (
 )
 from cityseeker_ros.core.supervisor.seek_world import world_around, world_for_position
 from tests.core.supervisor.rigs import FakeClock, LiveRig, Recorder
+
+SAFETY_FILE = Path(__file__).resolve().parents[3] / "config" / "safety.yaml"  # 300 m around central Monaco
 
 
 class StopAfter(Policy):
@@ -212,6 +217,33 @@ def test_an_estop_latched_between_accept_and_the_first_step_ends_the_goal_held(t
     assert result.steps == 0 and motions(rig.recorder, latched_at) == []
     assert isinstance(rig.recorder.of("command")[-1][0], Hold) and not rig.walker.moving
     assert rig.recorder.of("feedback") == [] and rig.recorder.of("ask") == []
+
+
+def test_the_vehicles_safety_file_bounds_where_a_seek_may_start(monaco_dir):
+    """The supervisor's geofence is the safety file's (config/safety.yaml, as the bridge reads
+    it): from 60 random street-graph nodes, a goal is accepted exactly where the fence holds the
+    node, otherwise rejected outside_geofence with the distance, and a rejected goal moves nothing."""
+    world = load_dataset(monaco_dir)[0]
+    fence = load_safety_config(str(SAFETY_FILE)).geofence
+    rng = np.random.default_rng(3)
+    ids = sorted(world.graph.nodes)
+    picked = [world.graph.nodes[ids[i]] for i in rng.choice(len(ids), size=60, replace=False)]
+    session, rig = seek_rig(world, make_policy("random"), (picked[0].lat, picked[0].lon), geofence=fence)
+    wrong, moved_for_rejected, inside = 0, 0, 0
+    for node in picked:
+        before = len(rig.recorder.events)
+        answer = session.submit(SeekRequest("I am thirsty"), node.lat, node.lon)
+        if fence.contains(node.lat, node.lon):
+            inside += 1
+            wrong += not answer.accepted
+            session.cancel("next trial")
+            continue
+        wrong += answer.code != "outside_geofence" or (
+            f"{fence.outside_by_m(node.lat, node.lon):.1f} m outside the circle geofence" not in answer.reason)
+        moved_for_rejected += len(motions(rig.recorder, before))
+    assert (wrong, moved_for_rejected) == (0, 0)
+    print(f"\n{inside} of {len(picked)} starts inside the fence")
+    assert 0 < inside < len(picked)  # both kinds of start were tried
 
 
 def test_a_seek_on_monaco_walked_with_gnss_noise(monaco_dir):
