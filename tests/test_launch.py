@@ -56,8 +56,10 @@ class OpaqueFunction:
 
 
 class ExecuteProcess:
-    def __init__(self, *, cmd, name=None, cwd=None, env=None, output="log", respawn=False, **kwargs):
+    def __init__(self, *, cmd, name=None, cwd=None, env=None, additional_env=None, output="log", respawn=False,
+                 **kwargs):
         self.cmd, self.name, self.respawn = cmd, name, respawn
+        self.additional_env = dict(additional_env or {})
 
 
 class LaunchConfiguration:
@@ -70,8 +72,9 @@ class LaunchConfiguration:
 
 class Node(ExecuteProcess):
     def __init__(self, *, executable, package=None, name=None, namespace=None, exec_name=None, parameters=None,
-                 remappings=None, ros_arguments=None, arguments=None, respawn=False, output="log", **kwargs):
-        super().__init__(cmd=[executable], name=name, output=output, respawn=respawn)
+                 remappings=None, ros_arguments=None, arguments=None, respawn=False, output="log",
+                 additional_env=None, **kwargs):
+        super().__init__(cmd=[executable], name=name, output=output, respawn=respawn, additional_env=additional_env)
         self.package, self.executable = package, executable
         self.parameters, self.remappings = list(parameters or []), list(remappings or [])
 
@@ -375,3 +378,22 @@ def test_a_hand_written_node_added_to_a_launch_file_is_caught(tmp_path):
     found = differences(launched(copy, arguments), runner_node_set(argv))
     assert "graph_localiser: remapping fix -> None (launch) != /fix (runner)" in found, found
     assert "graph_localiser: parameter dataset 'cityseeker' (launch) != 'auto' (runner)" in found, found
+
+
+@pytest.mark.parametrize("case", ["benchmark-defaults", "bag-defaults"])
+def test_launched_processes_keep_large_blocks_in_the_heap_as_the_runners_do(tmp_path, monkeypatch, case):
+    """ros/env.py MALLOC_ENV: the runner's environment (ros_env) sets it, and so does every node
+    and tool process a launch file starts, unless the user's environment already does."""
+    from cityseeker_ros.ros import launch_actions
+    from cityseeker_ros.ros.env import MALLOC_ENV, ros_env
+
+    _, _, argv = cases(tmp_path / "data", tmp_path / "out")[case]
+    specs = node_sets.nodes(run_config_of(build_parser().parse_args(["run", *argv])))
+    for key in MALLOC_ENV:
+        monkeypatch.delenv(key, raising=False)
+    runner = {k: v for k, v in ros_env().items() if k in MALLOC_ENV}
+    assert runner == MALLOC_ENV
+    assert [launch_actions.action(s).additional_env for s in specs] == [runner] * len(specs)
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1")
+    assert ros_env()["MALLOC_MMAP_THRESHOLD_"] == "1"
+    assert all("MALLOC_MMAP_THRESHOLD_" not in launch_actions.action(s).additional_env for s in specs)

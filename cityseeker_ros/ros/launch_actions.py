@@ -7,10 +7,11 @@ and `launch_ros` are imported only when called: they exist on a ROS 2 install, n
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from cityseeker_ros.ros import node_sets, run_config
-from cityseeker_ros.ros.env import PACKAGE
+from cityseeker_ros.ros.env import MALLOC_ENV, PACKAGE
 from cityseeker_ros.ros.runner import NodeSpec
 
 
@@ -31,15 +32,16 @@ def node_set(kind: str, context: Any) -> list[NodeSpec]:
 
 def action(spec: NodeSpec) -> Any:
     """A launch_ros Node for a node, an ExecuteProcess for a tool process (bag player, recorder)."""
+    malloc = {k: v for k, v in MALLOC_ENV.items() if k not in os.environ}  # as ros_env sets them
     if spec.argv is not None:
         from launch.actions import ExecuteProcess
 
-        return ExecuteProcess(cmd=spec.command(), name=spec.name, output="screen")
+        return ExecuteProcess(cmd=spec.command(), name=spec.name, output="screen", additional_env=malloc)
     from launch_ros.actions import Node
 
     return Node(package=PACKAGE, executable=spec.executable, name=spec.name,
                 parameters=[str(spec.defaults_file), {k: _value(v) for k, v in spec.params.items()}],
-                remappings=list(spec.remaps), respawn=spec.respawn, output="screen")
+                remappings=list(spec.remaps), respawn=spec.respawn, output="screen", additional_env=malloc)
 
 
 def _value(value: Any) -> Any:
