@@ -103,13 +103,16 @@ def command_line(pid: int) -> str:
         return ""
 
 
-def kill_mid_run(out: Path, domain: int, node: str, *flags: str) -> tuple[subprocess.Popen, str]:
-    """Start the runner, SIGKILL its `node` once two results are written, let the run finish."""
+def kill_mid_run(out: Path, domain: int, node: str, *flags: str, progress: str = "episodes.jsonl",
+                 marker: str = "\n") -> tuple[subprocess.Popen, str]:
+    """Start the runner, SIGKILL its `node` once `out/progress` holds two `marker`s, let the run finish.
+    The default waits for two written results; the evaluator can receive every result at once after
+    the run has ended (it matched late), so a kill that must land mid-run waits on the supervisor."""
     runner = subprocess.Popen(runner_command(out, domain, *flags), cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 120
-        while not ((out / "episodes.jsonl").is_file() and (out / "episodes.jsonl").read_text().count("\n") >= 2):
+        while not ((out / progress).is_file() and (out / progress).read_text().count(marker) >= 2):
             assert time.monotonic() < deadline and runner.poll() is None, logs(out)
             time.sleep(0.05)
         found = [p for p in children(runner.pid) if f"cityseeker_ros.nodes.{node}" in command_line(p)]
@@ -129,7 +132,8 @@ def test_killing_the_decision_node_mid_run_holds_reports_and_loses_nothing(hk6, 
     flags = ("--data", str(hk6), "--policy", "forward", "--limit", "8")
     in_process(tmp_path / "cli", *flags)
     out = tmp_path / "ros"
-    kill_mid_run(out, ros_domain, "vlm_decision", *flags, "--decision-timeout", "1")
+    kill_mid_run(out, ros_domain, "vlm_decision", *flags, "--decision-timeout", "1",
+                 progress="ros/supervisor.log", marker=" seed 0: ")  # "hongkong6-1 seed 0: ... (2/8)"
     supervisor_log = (out / "ros" / "supervisor.log").read_text()
     assert "within 1 s: holding" in supervisor_log and "resumed: a decision came after" in supervisor_log
     got = records(out)
