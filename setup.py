@@ -78,7 +78,7 @@ setup(
         "console_scripts": [
             "cityseeker = cityseeker_ros.cli:main",
             "streetview_replay = cityseeker_ros.nodes.streetview_replay:main",
-            "vlm_decision = cityseeker_ros.nodes.vlm_decision:main",
+            "decision = cityseeker_ros.nodes.decision:main",
             "supervisor = cityseeker_ros.nodes.supervisor:main",
             "evaluator = cityseeker_ros.nodes.evaluator:main",
             "graph_localiser = cityseeker_ros.nodes.graph_localiser:main",

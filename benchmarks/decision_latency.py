@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-import cityseeker_ros.core.vlm.openai_backend  # noqa: F401  (registers "openai")
-import cityseeker_ros.core.vlm.transformers_backend  # noqa: F401  (registers "transformers")
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
-from cityseeker_ros.core.vlm.backend import Backend, BackendError, GenerationRequest, Message, make_backend
+import cityseeker_ros.core.agents.vlm.openai_backend  # noqa: F401  (registers "openai")
+import cityseeker_ros.core.agents.vlm.transformers_backend  # noqa: F401  (registers "transformers")
+from cityseeker_ros.core.agents.vlm.backend import Backend, BackendError, GenerationRequest, Message, make_backend
+from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 
 P50_TARGET_S = 0.4
 RUN_TARGET_S = 30 * 60.0
@@ -88,8 +88,8 @@ def build_backend(args: argparse.Namespace, max_batch: int) -> tuple[Backend, st
         backend = make_backend("transformers", model=args.model, dtype=args.dtype or "auto", device_map=device,
                                attn_implementation=args.attn_implementation, **common)
         return backend, f"checkpoint {args.model}"
-    from cityseeker_ros.core.vlm.random_models import build_random_checkpoint, build_random_model
-    from cityseeker_ros.core.vlm.transformers_backend import TransformersBackend
+    from cityseeker_ros.core.agents.vlm.random_models import build_random_checkpoint, build_random_model
+    from cityseeker_ros.core.agents.vlm.transformers_backend import TransformersBackend
 
     folder = Path(tempfile.mkdtemp(prefix=f"random-{args.arch}-{args.size}-"))
     build_random_checkpoint(args.arch, folder, size=args.size, seed=args.seed)

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from cityseeker_ros.core.benchmark import episode_rng, run_episode
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.environment import Environment
-from cityseeker_ros.core.policies import make_policy
+from cityseeker_ros.core.evaluation.episode_run import episode_rng, run_episode
+from cityseeker_ros.core.tasks.environment import Environment
 
 TARGET = 1000.0
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cityseeker" / "HongKong_6"

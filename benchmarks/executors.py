@@ -25,14 +25,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
+from cityseeker_ros.core.evaluation.benchmark import Benchmark
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 
 
 def one_run(out: Path, config: dict[str, Any]) -> dict[str, Any]:
     """The child's side: one run, timed; what the parent needs as JSON."""
     ray_start_s = None
     if config.get("executor") == "ray":
-        from cityseeker_ros.core.executors.ray import connect
+        from cityseeker_ros.core.evaluation.executors.ray import connect
 
         started = time.perf_counter()
         connect(None)

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from cityseeker_ros.core.views.panorama import PanoramaCutter, cut_uncached, load_panorama, perspective_maps
+from cityseeker_ros.core.sensing.views.panorama import PanoramaCutter, cut_uncached, load_panorama, perspective_maps
 
 MIN_SPEEDUP = 10.0
 MAX_DIFF = 2

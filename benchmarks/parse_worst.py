@@ -1,6 +1,6 @@
 """Parse time of the worst model replies we could build, at 1 MB: the parser must stay linear.
 
-Each reply targets one pattern or loop of `cityseeker_ros/core/vlm/parsing.py` (overlapping
+Each reply targets one pattern or loop of `cityseeker_ros/core/agents/vlm/parsing.py` (overlapping
 quantifiers after a verb, digit runs, unterminated strings, `{` at every position, nesting past
 the depth limit, conflicting answers...). Every reply is parsed by the three entry points
 (choice, single, stop). Figures are the best of `--repeats` runs in CPU time of this process
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cityseeker_ros.core.vlm import parsing
+from cityseeker_ros.core.agents.vlm import parsing
 
 LIMIT_S = 0.050  # the most one parse of a 1 MB reply may take
 _SCAN = re.compile(r"\w+")

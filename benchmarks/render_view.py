@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from pyproj import Transformer
 
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.render import Renderer, RenderSettings, save_png
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
 
 TARGET_MS = 35.0

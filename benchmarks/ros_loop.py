@@ -45,12 +45,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from cityseeker_ros.core.benchmark import episode_rng
+from cityseeker_ros.core.agents.policies import POLICIES, make_policy
+from cityseeker_ros.core.agents.policies.baselines import ForwardPolicy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.environment import Action, Environment, Observation
-from cityseeker_ros.core.policies import POLICIES, make_policy
-from cityseeker_ros.core.policies.baselines import ForwardPolicy
-from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.core.evaluation.episode_run import episode_rng
+from cityseeker_ros.core.sensing.views import make_view_source
+from cityseeker_ros.core.tasks.environment import Action, Environment, Observation
 
 TARGET_MS = {"headings": 10.0, "images": 15.0}
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cityseeker" / "HongKong_6"
@@ -278,7 +278,7 @@ def _png_level0(pixels: np.ndarray) -> bytes:
 
 def synthetic_view(w: int, h: int) -> np.ndarray:
     """A view cut from one synthetic panorama, as the image case sends."""
-    from cityseeker_ros.core.views.panorama import PanoramaCutter
+    from cityseeker_ros.core.sensing.views.panorama import PanoramaCutter
 
     with tempfile.TemporaryDirectory() as tmp:
         from PIL import Image

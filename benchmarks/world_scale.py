@@ -27,10 +27,10 @@ import time
 
 import numpy as np
 
-from cityseeker_ros.core.environment import Environment, move
-from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
-from cityseeker_ros.core.geodesy import destination
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.tasks.environment import Environment, move
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, Episode, World
 from cityseeker_ros.core.worlds.needs import NEEDS
 from cityseeker_ros.core.worlds.scene import Poi
 from cityseeker_ros.core.worlds.tasks import generate_tasks

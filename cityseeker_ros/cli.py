@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros import __version__
-from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
-from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
-from cityseeker_ros.core.redact import redact_logging, redact_text
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
+from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.infra.redact import redact_logging, redact_text
+from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES
 
 METRIC_ORDER = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as",
@@ -32,7 +32,7 @@ def _param(text: str) -> tuple[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cityseeker_ros.core.views import VIEW_SOURCES
+    from cityseeker_ros.core.sensing.views import VIEW_SOURCES
     from cityseeker_ros.ros.run_config import add_cli_options
 
     parser = argparse.ArgumentParser(prog="cityseeker", description=__doc__)
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_sub = run.add_subparsers(dest="run_command", required=True)
     rb = run_sub.add_parser("benchmark", help="benchmark.launch.py's nodes: the same results as `cityseeker "
                             "benchmark`, over DDS on loopback",
-                            description="Start streetview_replay, vlm_decision, supervisor and evaluator as "
+                            description="Start streetview_replay, decision, supervisor and evaluator as "
                             "separate processes (or one with --single-process), run every task, write OUT like "
                             "`cityseeker benchmark` and stop every process started.")
     _benchmark_options(rb)
@@ -56,14 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     _runner_options(rb)
     rc = run_sub.add_parser("camera", help="camera.launch.py's nodes: a camera and GNSS walk the tasks, AR guidance "
                             "on /supervisor/guidance", description="Start graph_localiser, camera_ingest, "
-                            "vlm_decision, supervisor (live) and evaluator; walk each task where the fixes on "
+                            "decision, supervisor (live) and evaluator; walk each task where the fixes on "
                             "--fix-topic go and write OUT like `cityseeker benchmark`.")
     _benchmark_options(rc)
     add_cli_options(rc, "camera", _param)
     _runner_options(rc)
     ra = run_sub.add_parser("airsim", help="airsim.launch.py's nodes: a drone in AirSim behind the safety gate",
                             description="Start airsim_bridge, graph_localiser, camera_ingest (turns the camera), "
-                            "vlm_decision, supervisor (live) and evaluator against a running AirSim.")
+                            "decision, supervisor (live) and evaluator against a running AirSim.")
     _benchmark_options(ra)
     add_cli_options(ra, "airsim", _param)
     _runner_options(ra)
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "leased on this host)")
     sk = sub.add_parser("seek", help="seek a need from where the vehicle stands: the camera node set serves the "
                         "Seek action, one goal is sent, its feedback and result printed (docs/seek.md)",
-                        description="Start graph_localiser, camera_ingest, vlm_decision and the supervisor "
+                        description="Start graph_localiser, camera_ingest, decision and the supervisor "
                         "serving /supervisor/seek (with --walker sim also a simulated walker), send one Seek goal, "
                         "print each step and the result, stop every process started. Ctrl-C cancels the goal "
                         "(the vehicle holds). A refused goal prints 'result: rejected (CODE): reason' (busy, "
@@ -177,8 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _benchmark_options(b: argparse.ArgumentParser) -> None:
     """The options of a benchmark run, shared by `benchmark` and `run benchmark`."""
-    from cityseeker_ros.core.policies import POLICIES
-    from cityseeker_ros.core.views import VIEW_SOURCES
+    from cityseeker_ros.core.agents.policies import POLICIES
+    from cityseeker_ros.core.sensing.views import VIEW_SOURCES
 
     b.add_argument("--config", type=Path, help="YAML file of these options (flags given here win)")
     b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
@@ -215,7 +215,7 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
 
 
 def _executor_options(p: argparse.ArgumentParser) -> None:
-    from cityseeker_ros.core.executors import EXECUTORS
+    from cityseeker_ros.core.evaluation.executors import EXECUTORS
 
     p.add_argument("--executor", help=f"where episodes run (default local: this process, or --workers "
                    f"processes); one of: {', '.join(EXECUTORS.names())} (docs/distributed.md)")
@@ -291,7 +291,7 @@ def load_options(path: Path, defaults: Optional[dict[str, Any]] = None) -> dict[
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.benchmark import Benchmark
+    from cityseeker_ros.core.evaluation.benchmark import Benchmark
 
     config, out = benchmark_config(args)
     benchmark = Benchmark(config)  # a bad configuration fails here, with its one line alone
@@ -304,7 +304,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
 def benchmark_config(args: argparse.Namespace):
     """The run's BenchmarkConfig and output folder from the flags, over --config's YAML."""
-    from cityseeker_ros.core.benchmark import BenchmarkConfig
+    from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 
     options = dict(BENCHMARK_DEFAULTS)
     if args.config:
@@ -379,8 +379,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_ablate(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core import ablation
-    from cityseeker_ros.core.report import render_table_md
+    from cityseeker_ros.core.evaluation import ablation
+    from cityseeker_ros.core.evaluation.report.tables import render_table_md
 
     options = dict(ABLATE_DEFAULTS)
     if args.config:
@@ -415,8 +415,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 def warn_if_blind(policy: str, views: Optional[str]) -> None:
     """An image policy given no view source sees no pixels and would run blind without a word;
     say so on stderr, with the flag that gives it images. An unknown name fails later, listing the known."""
-    from cityseeker_ros.core.policies import POLICIES
-    from cityseeker_ros.core.views import VIEW_SOURCES
+    from cityseeker_ros.core.agents.policies import POLICIES
+    from cityseeker_ros.core.sensing.views import VIEW_SOURCES
 
     if views or policy not in POLICIES or not POLICIES.get(policy).uses_images:
         return
@@ -426,7 +426,7 @@ def warn_if_blind(policy: str, views: Optional[str]) -> None:
 
 def strategy_specs(values: Any) -> list[dict[str, Any]]:
     """--strategy strings ([oracle:]NAME[:K=V,...]) or YAML mappings ({name: B2, oracle: true})."""
-    from cityseeker_ros.core.supervisor import parse_strategy
+    from cityseeker_ros.core.strategies import parse_strategy
 
     if not isinstance(values, list):
         raise ConfigError(f"strategy must be a list of strategies, got {values!r}")
@@ -461,7 +461,7 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.datasets import load_dataset
-    from cityseeker_ros.core.report import write_report
+    from cityseeker_ros.core.evaluation.report.page import write_report
 
     if not (args.out / "summary.json").is_file():
         raise ConfigError(f"{args.out}: no summary.json here; run `cityseeker benchmark --out {args.out}` first")
@@ -474,7 +474,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return worlds
 
     def views(config: dict[str, Any]):
-        from cityseeker_ros.core.views import make_view_source
+        from cityseeker_ros.core.sensing.views import make_view_source
 
         return {city: (w, make_view_source(config["views"], w, config.get("view_params")))
                 for city, w in load(config).items()}
@@ -486,9 +486,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.compare import comparison
-    from cityseeker_ros.core.report import render_table_md
-    from cityseeker_ros.core.results import write_text_atomic
+    from cityseeker_ros.core.evaluation.compare import comparison
+    from cityseeker_ros.core.evaluation.report.tables import render_table_md
+    from cityseeker_ros.core.infra.files import write_text_atomic
 
     text = render_table_md(comparison(args.runs))
     print(text, end="")

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from cityseeker_ros.core.errors import CitySeekerError
+from cityseeker_ros.core.infra.errors import CitySeekerError
 from cityseeker_ros.demo import camera
 
 

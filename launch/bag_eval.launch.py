@@ -2,7 +2,7 @@
 
     ros2 launch cityseeker_ros bag_eval.launch.py bag:=runs/hk6.bag out_bag:=runs/hk6-ocr.bag policy:=ocr-embed
 
-The player publishes the recorded view sets and images (with /clock), a fresh vlm_decision
+The player publishes the recorded view sets and images (with /clock), a fresh decision
 node with `policy` answers each, and the recorder writes its decisions beside the replayed
 topics (`cityseeker run bag` starts the same processes). Then, without ROS:
 

@@ -1,4 +1,4 @@
-"""The benchmark world over ROS 2: streetview_replay, vlm_decision, supervisor and evaluator.
+"""The benchmark world over ROS 2: streetview_replay, decision, supervisor and evaluator.
 
     ros2 launch cityseeker_ros benchmark.launch.py data:=/data/HongKong_6 out:=/runs/hk6 \
         policy:=vlm backend:=openai model:=qwen2.5-vl-7b policy_params:='{"base_url": "http://vllm:8000/v1"}' \

@@ -5,7 +5,7 @@
         policy:=ocr-embed limit:=1
 
 graph_localiser snaps the GNSS fix to the street graph, camera_ingest cuts one view per
-walkable direction at every node the user reaches, vlm_decision chooses, and the supervisor
+walkable direction at every node the user reaches, decision chooses, and the supervisor
 (live mode) publishes /supervisor/guidance (direction relative to the device heading, distance
 to the next corner, the reason) for the AR device, and records each task like a benchmark.
 `cityseeker run camera` starts the same nodes; the arguments are the run settings of

@@ -29,7 +29,7 @@ NEEDS = {
 }
 # Programs the docs may run, first word of a command (after VAR=value assignments).
 PROGRAMS = {"cityseeker", ".venv/bin/cityseeker", "python", "python3", ".venv/bin/python", "make", "pip", "ros2",
-            "docker", "ray", "vllm", "source", "eval", "streetview_replay", "vlm_decision", "supervisor", "evaluator",
+            "docker", "ray", "vllm", "source", "eval", "streetview_replay", "decision", "supervisor", "evaluator",
             "graph_localiser", "camera_ingest", "airsim_bridge", "/tmp/hadolint-venv/bin/pip",
             "/tmp/hadolint-venv/bin/hadolint", "ls", "colcon"}
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)

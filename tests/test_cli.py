@@ -159,7 +159,7 @@ def test_image_policy_without_views_warns_once_naming_the_flag(tiny_city, tmp_pa
 
 def test_blind_warning_only_for_image_policies_without_views(tiny_city, tmp_path, capsys):
     from cityseeker_ros.cli import warn_if_blind
-    from cityseeker_ros.core.policies import POLICIES
+    from cityseeker_ros.core.agents.policies import POLICIES
 
     for name in POLICIES.names():
         warn_if_blind(name, None)
@@ -185,9 +185,9 @@ def test_documented_commands_parse_with_their_required_options(where, argv):
     command must at least parse, carry its required options, name a known view source, and give an
     image policy its images (run camera / airsim take theirs from the camera)."""
     from cityseeker_ros.cli import benchmark_config, build_parser
-    from cityseeker_ros.core.ablation import policies_from
-    from cityseeker_ros.core.policies import POLICIES
-    from cityseeker_ros.core.views import VIEW_SOURCES
+    from cityseeker_ros.core.agents.policies import POLICIES
+    from cityseeker_ros.core.evaluation.ablation import policies_from
+    from cityseeker_ros.core.sensing.views import VIEW_SOURCES
 
     try:
         args = build_parser().parse_args(argv)

@@ -102,8 +102,8 @@ def test_interpolate_follows_compose_rules():
 def test_the_stack_command_is_a_benchmark_launch_every_node_accepts(strategies):
     """Before, the stack passed `base_url:=`, which benchmark.launch.py does not declare, and
     `strategies:=bcr`, which is not JSON, and no memory for the strategies: it could not start."""
-    from cityseeker_ros.core.policies import make_policy
-    from cityseeker_ros.core.vlm.backend import BACKENDS
+    from cityseeker_ros.core.agents.policies import make_policy
+    from cityseeker_ros.core.agents.vlm.backend import BACKENDS
     from cityseeker_ros.ros import node_sets, run_config
     from cityseeker_ros.ros.parameters import NODES
 

@@ -28,7 +28,7 @@ COMMANDS = documented_commands()
 CAPS = {"benchmark": ["--limit", "1", "--max-steps", "2", "--no-progress"],
         "ablate": ["--limit", "1", "--max-steps", "2", "--seeds", "1", "--no-progress"],
         "run": ["--limit", "1", "--max-steps", "2", "--timeout", "240"]}
-NODE_PROGRAMS = {"streetview_replay", "vlm_decision", "supervisor", "evaluator", "graph_localiser", "camera_ingest",
+NODE_PROGRAMS = {"streetview_replay", "decision", "supervisor", "evaluator", "graph_localiser", "camera_ingest",
                  "airsim_bridge"}
 RUNNABLE = {"cityseeker", ".venv/bin/cityseeker", "source", "eval", "ls", *NODE_PROGRAMS}
 PYTHONS = ("python", "python3", ".venv/bin/python")

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from cityseeker_ros.cli import build_parser, run_config_of
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import node_sets, run_config
 from cityseeker_ros.ros.parameters import NODES
 from cityseeker_ros.ros.runner import NodeSpec
@@ -347,16 +347,16 @@ def drifted(tmp_path: Path, kind: str, build: Optional[str] = None, extra: str =
 
 
 @pytest.mark.parametrize("build, named", [
-    ("launch_actions.action(replace(spec, remaps=spec.remaps[:1]) if spec.name == 'vlm_decision' else spec) "
+    ("launch_actions.action(replace(spec, remaps=spec.remaps[:1]) if spec.name == 'decision' else spec) "
      "for spec in launch_actions.node_set(KIND, context)",
-     "vlm_decision: remapping images -> None (launch) != /streetview_replay/images (runner)"),
+     "decision: remapping images -> None (launch) != /streetview_replay/images (runner)"),
     ("launch_actions.action(replace(spec, params={**spec.params, 'max_steps': 10}) "
      "if spec.name == 'streetview_replay' else spec) for spec in launch_actions.node_set(KIND, context)",
      "streetview_replay: parameter max_steps 10 (launch) != 35 (runner)"),
     ("launch_actions.action(spec) for spec in launch_actions.node_set(KIND, context) if spec.name != 'evaluator'",
      "evaluator: started by the runner, not by the launch file"),
     ("launch_actions.action(replace(spec, respawn=False)) for spec in launch_actions.node_set(KIND, context)",
-     "vlm_decision: respawn False (launch) != True"),
+     "decision: respawn False (launch) != True"),
 ])
 def test_a_launch_file_that_drifts_from_the_runner_fails_naming_the_difference(tmp_path, build, named):
     kind, arguments, argv = cases(tmp_path / "data", tmp_path / "out")["benchmark-defaults"]

@@ -1,5 +1,5 @@
 """Ask a decision node about played view sets: `python -m cityseeker_ros.bag.asker VIEWS_TOPIC
-[--action /vlm_decision/decide]`.
+[--action /decision/decide]`.
 
 The decision node answers Decide goals, not a topic, so re-deciding a bag needs a client in
 the supervisor's place: this node takes every view set played on VIEWS_TOPIC (a world node's
@@ -26,7 +26,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from cityseeker_interfaces.action import Decide
 from cityseeker_interfaces.msg import ViewSet
 from cityseeker_ros.bag.topics import DECIDE_GOAL, KNOWN_TOPICS, VIEW_SET, normalise_topic
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.nodes.common import spin
 
 RETRY_S = 0.5
@@ -86,7 +86,7 @@ class AskerNode(Node):
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m cityseeker_ros.bag.asker", description=__doc__.split("\n\n")[0])
     parser.add_argument("views_topic", help="played view sets (ViewSet, or the supervisor's Decide goals)")
-    parser.add_argument("--action", default="/vlm_decision/decide", help="the Decide action to ask")
+    parser.add_argument("--action", default="/decision/decide", help="the Decide action to ask")
     args, ros_args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
     topic, action = normalise_topic(args.views_topic), args.action
     spin(lambda: AskerNode(topic, action), "bag_asker", ["bag_asker", *ros_args])

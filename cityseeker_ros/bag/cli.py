@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
-from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS
+from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 
 RECORDER = "cityseeker_ros.bag.recorder"
 PLAYER = "cityseeker_ros.bag.player"
@@ -40,8 +40,8 @@ def add_parser(sub: Any) -> None:
                     help="the replay's d_th for nDTW, metres (default 50)")
     ev.add_argument("--episode-topic", default="/streetview_replay/episode",
                     help="the recorded episode announcements (default /streetview_replay/episode)")
-    ev.add_argument("--decision-topic", default="/vlm_decision/decision",
-                    help="the recorded decisions (default /vlm_decision/decision)")
+    ev.add_argument("--decision-topic", default="/decision/decision",
+                    help="the recorded decisions (default /decision/decision)")
     ev.add_argument("--redecide", metavar="POLICY", help="decide every recorded view set again with POLICY")
     ev.add_argument("--policy-param", action="append", type=_param, default=[], metavar="KEY=VALUE",
                     help="parameter of the --redecide policy (repeatable; VALUE parsed as JSON when it can be)")

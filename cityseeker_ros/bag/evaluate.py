@@ -1,7 +1,7 @@
 """Evaluate a recorded run from its bag alone (no ROS graph, no rclpy).
 
 Re-score: every ended episode on the episode topic is scored again from its recorded path
-with core.metrics on the dataset, and compared with the metrics the replay node recorded;
+with core.evaluation.metrics on the dataset, and compared with the metrics the replay node recorded;
 the records and summary are written as the benchmark writes them, so `cityseeker report` and
 the tables read them. Re-decide: every recorded view set (with its images) is shown to another
 policy, reset per task with the benchmark's random stream, and its action compared with the
@@ -26,16 +26,17 @@ from cityseeker_ros.bag.topics import (
     STRING,
     SUPERVISOR_VIEWS,
 )
-from cityseeker_ros.core.benchmark import EPISODES_FILE, SUMMARY_FILE, episode_rng
-from cityseeker_ros.core.benchmark import episode_record as core_episode_record
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.decisions import summarize_decisions
-from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
-from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS, summarize
-from cityseeker_ros.core.policies import make_policy
-from cityseeker_ros.core.results import write_json_atomic, write_text_atomic
+from cityseeker_ros.core.evaluation.config import EPISODES_FILE, SUMMARY_FILE
+from cityseeker_ros.core.evaluation.decisions import summarize_decisions
+from cityseeker_ros.core.evaluation.episode_run import episode_record as core_episode_record
+from cityseeker_ros.core.evaluation.episode_run import episode_rng
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS, summarize
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
+from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
+from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.ros import typed  # message classes: plain Python, no rclpy
 from cityseeker_ros.ros.schema import DecisionMsg, EpisodeMsg, Record, ViewSetMsg, as_dict, parse
 
@@ -234,7 +235,7 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
              data: Optional[Path] = None, dataset: str = "auto", views_topic: Optional[str] = None,
              images_topic: str = REPLAY_IMAGES, decision_topic: str = DECISIONS) -> Redecision:
     """Decide every recorded view set again with `policy`; compare with the recorded decisions."""
-    from cityseeker_ros.core.policies.base import PromptContext
+    from cityseeker_ros.core.agents.policies.base import PromptContext
     from cityseeker_ros.ros import convert  # message classes for the images: plain Python, no rclpy
 
     agent = make_policy(policy, **dict(policy_params or {}))

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 
 PACKAGE = "cityseeker_interfaces"
 # The topics an action server offers carry these parts of a .action file (rosidl's names).

@@ -29,7 +29,7 @@ from cityseeker_ros.bag.cli import add_play_arguments
 from cityseeker_ros.bag.recorder import message_class
 from cityseeker_ros.bag.storage import BagReader
 from cityseeker_ros.bag.topics import CLOCK_TOPIC, KNOWN_TOPICS, normalise_topic
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.ros import qos
 
 CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # what rosbag2 publishes /clock with

@@ -27,7 +27,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from cityseeker_ros.bag.cli import add_record_arguments
 from cityseeker_ros.bag.storage import BagWriter, QosOffer
 from cityseeker_ros.bag.topics import DEFAULT_TOPICS, TopicSpec, normalise_topic, topic_spec
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 
 DEPTH = 1000  # a burst of view images or a slow disk never drops what arrived
 DISCOVERY_PERIOD_S = 0.2

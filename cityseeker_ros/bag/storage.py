@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.bag import interfaces
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.registry import Registry
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.registry import Registry
 
 STORAGES: Registry = Registry("bag storage")
 BAG_VERSION = 9  # rosbag2's metadata version of Jazzy

@@ -19,7 +19,7 @@ REPLAY_EPISODE = "/streetview_replay/episode"
 REPLAY_VIEWS = "/streetview_replay/views"
 REPLAY_IMAGES = "/streetview_replay/images"  # raw Image; png/jpeg on REPLAY_IMAGES + "/compressed"
 SUPERVISOR_VIEWS = "/supervisor/decide_goal"  # each Decide goal sent: a view set with its prompt context
-DECISIONS = "/vlm_decision/decision"
+DECISIONS = "/decision/decision"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
    walker sees, as an equirectangular video (MJPG in AVI, which OpenCV writes and reads back
    everywhere), plus a CSV of the noisy GNSS fix of every frame.
 2. `run_pipeline`: fixes -> GraphLocaliser -> "equirect" over "video" frames -> one view set per
-   node arrival -> a registered policy -> core.guidance, written as JSON lines.
+   node arrival -> a registered policy -> core.loop.guidance, written as JSON lines.
 
 These are the steps camera_ingest, graph_localiser and the supervisor make over ROS; here they
 run in one process so the whole chain can be seen and tested in seconds.
@@ -22,17 +22,17 @@ from typing import Any, Optional
 import cv2
 import numpy as np
 
-from cityseeker_ros.core.benchmark import episode_rng
-from cityseeker_ros.core.camera import FrameError, RunTask, ViewSetBuilder, make_frame_source
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.geodesy import destination, geodesic_m, initial_bearing_deg
-from cityseeker_ros.core.graph import Node, StreetGraph
-from cityseeker_ros.core.guidance import guide_action
-from cityseeker_ros.core.localisation import GraphLocaliser
-from cityseeker_ros.core.policies import make_policy
-from cityseeker_ros.core.transition import ActionModel
+from cityseeker_ros.core.evaluation.episode_run import episode_rng
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.guidance import guide_action
+from cityseeker_ros.core.sensing.camera import FrameError, RunTask, ViewSetBuilder, make_frame_source
+from cityseeker_ros.core.sensing.localisation import GraphLocaliser
+from cityseeker_ros.core.streets.geodesy import destination, geodesic_m, initial_bearing_deg
+from cityseeker_ros.core.streets.graph import Node, StreetGraph
+from cityseeker_ros.core.streets.transition import ActionModel
+from cityseeker_ros.core.tasks.episode import Episode, World
 
 FIX_FIELDS = ("frame", "stamp", "lat", "lon", "true_lat", "true_lon", "heading_deg")
 START_STAMP = 1_700_000_000.0  # the drive's clock: frame i is at START_STAMP + i / fps

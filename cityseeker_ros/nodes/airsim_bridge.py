@@ -4,8 +4,8 @@ Subscribes `command` (cityseeker_interfaces/MotionCommand from the supervisor), 
 liveness is judged by arrival time on this node's clock, never by the sender's stamp) and
 `/estop` (std_msgs/Bool: true trips the latch, false only releases the source); `~/reset_estop`
 (std_srvs/Trigger) clears the latch. The latch is kept in `estop_state_file`, so a restarted
-bridge starts latched (and hovers) until the reset. A control timer runs core.airsim.bridge.AirSimBridge.step()
-at `control_rate_hz`, which asks core.safety.SafetyGate what may happen now and sends motion or
+bridge starts latched (and hovers) until the reset. A control timer runs core.vehicles.airsim.bridge.AirSimBridge.step()
+at `control_rate_hz`, which asks core.vehicles.safety.SafetyGate what may happen now and sends motion or
 one hold per transition. Publishes `~/fix` (NavSatFix), `~/odom` (Odometry, ENU about the anchor,
 REP 103), `~/image` (+ `~/depth`) when a camera is set, `~/safety` (cityseeker_interfaces/SafetyStatus, on every
 change and every `safety_period_s`) and /diagnostics. docs/airsim.md has the contract.
@@ -25,19 +25,19 @@ from sensor_msgs.msg import CompressedImage, Image, NavSatFix
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
-from cityseeker_ros.core.airsim.anchor import Anchor
-from cityseeker_ros.core.airsim.bridge import (
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
+from cityseeker_ros.core.vehicles.airsim.bridge import (
     AirSimBridge,
     BridgeLink,
     BridgeStatus,
     status_level,
     unguarded_config,
 )
-from cityseeker_ros.core.airsim.client import AirSimError, load_client_module
-from cityseeker_ros.core.airsim.motion import MOTION_MODES
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.safety import EStop, LatchFile, SafetyGate
-from cityseeker_ros.core.safety.config import load_safety_config
+from cityseeker_ros.core.vehicles.airsim.client import AirSimError, load_client_module
+from cityseeker_ros.core.vehicles.airsim.motion import MOTION_MODES
+from cityseeker_ros.core.vehicles.safety import EStop, LatchFile, SafetyGate
+from cityseeker_ros.core.vehicles.safety.config import load_safety_config
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, convert_vehicle, qos, typed
 from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter

@@ -5,7 +5,7 @@ supervisor's running task; until one runs nothing is published and diagnostics s
 vehicle arrives at a node it asks the frame source (core.camera, chosen by `source`) for the view
 of every walkable heading and publishes `~/views` (ViewSetMsg, qos.STATE) and its images
 (qos.view_images; `image_format` as streetview_replay's: raw Image on `~/images`, png or jpeg
-CompressedImage on `~/images/compressed`) with exactly streetview_replay's contract, so vlm_decision
+CompressedImage on `~/images/compressed`) with exactly streetview_replay's contract, so decision
 cannot tell a live camera from the replay. A "topic" camera is fed from `frames`
 (sensor_msgs/Image) and `frames/compressed` (CompressedImage) with qos.CAMERA (keep-last 1).
 """
@@ -17,10 +17,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image
 
-from cityseeker_ros.core.camera import FrameError, RunTask, TopicFrameSource, ViewSetBuilder, make_frame_source
-from cityseeker_ros.core.camera.rosbag import image_to_rgb
-from cityseeker_ros.core.environment import Observation
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.sensing.camera import FrameError, RunTask, TopicFrameSource, ViewSetBuilder, make_frame_source
+from cityseeker_ros.core.sensing.camera.rosbag import image_to_rgb
+from cityseeker_ros.core.tasks.environment import Observation
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter, world_parameter

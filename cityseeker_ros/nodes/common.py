@@ -15,8 +15,8 @@ from rclpy.logging import get_logger
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from cityseeker_ros.core.errors import CitySeekerError, ConfigError
-from cityseeker_ros.core.redact import redact_text
+from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.infra.redact import redact_text
 from cityseeker_ros.ros import convert
 from cityseeker_ros.ros.runner import CONFIG_ERROR_EXIT, EXIT_REASON_ENV
 

@@ -45,7 +45,7 @@ class DecideGoalHandle:
 
 
 class DecideClient:
-    """Goals to the `Decide` action server named `action_name` (e.g. /vlm_decision/decide)."""
+    """Goals to the `Decide` action server named `action_name` (e.g. /decision/decide)."""
 
     def __init__(self, node: Node, action_name: str) -> None:
         base = f"{action_name.rstrip('/')}/_action"

@@ -15,10 +15,10 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
-from cityseeker_ros.core.benchmark import RunOutput, run_manifest, run_tasks
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.core.evaluation.benchmark import RunOutput, run_manifest, run_tasks
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.sensing.views import make_view_source
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import qos, typed
 from cityseeker_ros.ros.parameters import EVALUATOR, declare, run_config

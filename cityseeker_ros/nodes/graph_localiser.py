@@ -5,8 +5,8 @@ publishes `~/location` (cityseeker_interfaces/Location, qos.STATE) on every fix:
 hysteresis, the vehicle heading and the node's walkable headings relative to it. Off-graph and
 no-fix are reported in the message and as a WARN diagnostic with the reason. The supervisor's
 goals (`<supervisor_node>/command`, CommandMsg) name the node the vehicle was sent to: the goal
-hint that tells nodes closer than the GNSS noise apart (core.localisation.graph_localiser). The
-node only converts messages; core.localisation.GraphLocaliser does the work.
+hint that tells nodes closer than the GNSS noise apart (core.sensing.localisation.graph_localiser). The
+node only converts messages; core.sensing.localisation.GraphLocaliser does the work.
 """
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 
-from cityseeker_ros.core.airsim.frames import Quaternion, yaw_from_quat
-from cityseeker_ros.core.episode import World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.localisation import GraphLocaliser, Localisation, LocalisationStatus
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.sensing.localisation import GraphLocaliser, Localisation, LocalisationStatus
+from cityseeker_ros.core.tasks.episode import World
+from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, yaw_from_quat
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare, world_parameter

@@ -14,7 +14,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
-from cityseeker_ros.core.errors import CitySeekerError
+from cityseeker_ros.core.infra.errors import CitySeekerError
 from cityseeker_ros.nodes.common import exit_config_error, spin_nodes
 
 

@@ -25,11 +25,11 @@ from sensor_msgs.msg import NavSatFix
 from std_srvs.srv import Trigger
 
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.environment import Environment, Observation
-from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.metrics import episode_metrics
-from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.core.evaluation.metrics import episode_metrics
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.sensing.views import make_view_source
+from cityseeker_ros.core.tasks.environment import Environment, Observation
+from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare, json_parameter

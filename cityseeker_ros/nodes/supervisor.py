@@ -1,7 +1,7 @@
 """The supervisor node: runs a benchmark's episodes (or, live, a vehicle's) over ROS.
 
-The episode loop is core: `ReplayLoop` (core.supervisor.replay) when the world node keeps the
-episode and takes actions, `LiveLoop` (core.supervisor.live_loop) when the world is real. This
+The episode loop is core: `ReplayLoop` (core.loop.replay) when the world node keeps the
+episode and takes actions, `LiveLoop` (core.loop.live_loop) when the world is real. This
 node converts view sets, decisions, episode states and locations into calls on the loop, and the
 loop's outputs back into messages: a `Decide` goal (the view set with its prompt context) to the
 decision node's `<decision_node>/decide` action, actions on `<world>/action` (replay), motion
@@ -16,7 +16,7 @@ configures and activates a restarted one), and the episode resumes where it stop
 lists the hold). The decision node decides a view set once, so a repeated goal never draws
 twice from a policy's random stream. `~/heartbeat` beats while the node runs: vehicle
 bridges move only while it is alive. Live, a vehicle under way that makes no progress for
-`stall_timeout_s` ends the episode as "stalled" (core.supervisor.live).
+`stall_timeout_s` ends the episode as "stalled" (core.loop.live).
 """
 from __future__ import annotations
 
@@ -37,18 +37,18 @@ from std_msgs.msg import Header
 from visualization_msgs.msg import MarkerArray
 
 from cityseeker_interfaces.action import Decide
-from cityseeker_ros.core.benchmark import run_tasks
+from cityseeker_ros.core.agents.memory import make_memory_store
+from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.environment import Action, EndReason, Trajectory
-from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.guidance import Guidance
-from cityseeker_ros.core.memory import make_memory_store
-from cityseeker_ros.core.policies.base import Decision, PromptContext
-from cityseeker_ros.core.safety.commands import Command
-from cityseeker_ros.core.supervisor.live import check_stall_timeout
-from cityseeker_ros.core.supervisor.live_loop import LiveLoop
-from cityseeker_ros.core.supervisor.loop import (
+from cityseeker_ros.core.evaluation.benchmark import run_tasks
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.loop.live import check_stall_timeout
+from cityseeker_ros.core.loop.live_loop import LiveLoop
+from cityseeker_ros.core.loop.replay import ReplayLoop
+from cityseeker_ros.core.loop.run_plan import RunPlan
+from cityseeker_ros.core.loop.session import make_bcr_policy
+from cityseeker_ros.core.loop.state_machine import (
     EpisodeLoop,
     LiveProgress,
     Outputs,
@@ -56,9 +56,9 @@ from cityseeker_ros.core.supervisor.loop import (
     ViewSet,
     WorldEpisode,
 )
-from cityseeker_ros.core.supervisor.replay import ReplayLoop
-from cityseeker_ros.core.supervisor.run_plan import RunPlan
-from cityseeker_ros.core.supervisor.session import make_supervisor
+from cityseeker_ros.core.tasks.environment import Action, EndReason, Trajectory
+from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.vehicles.safety.commands import Command
 from cityseeker_ros.nodes import supervisor_actions
 from cityseeker_ros.nodes.common import publish_diagnostics, spin
 from cityseeker_ros.nodes.decide_client import DecideClient
@@ -107,7 +107,7 @@ class SupervisorNode(Node):
                 raise ConfigError("parameter memory is required with strategies or rounds > 1: an SQLite file")
             memory = make_memory_store("sqlite", path=self._config.memory)
         plan = RunPlan.from_keys(self._config, worlds, keys, memory)
-        supervisor = make_supervisor(self._config, memory) if memory is not None else None
+        supervisor = make_bcr_policy(self._config, memory) if memory is not None else None
         self._decision_timeout_s = float(p["decision_timeout_s"])
         self._select_timeout_s = float(p["select_timeout_s"])
         self._stall_timeout_s = check_stall_timeout(p["stall_timeout_s"])

@@ -11,7 +11,7 @@ code and one-line reason (Seek: outcome REJECTED, `code` and `reason`; RunEpisod
 `episode.error` "rejected (CODE): ..."): rclpy's GoalResponse.REJECT cannot carry text, and a
 result reaches every client, `ros2 action send_goal` included. The same line goes to the node's
 log. Nothing moves for a rejected goal. The geofence is the one of the `safety_config` file the
-vehicle bridge's gate reads (core.safety.config.load_safety_config), given to the supervisor too.
+vehicle bridge's gate reads (core.vehicles.safety.config.load_safety_config), given to the supervisor too.
 
 Cancel: the cancel callback calls the core's `cancel` at once (no waiting in a callback), which
 sends the HOLD motion command before the callback returns; the vehicle's safety gate still
@@ -35,19 +35,14 @@ from cityseeker_interfaces.action import RunEpisode, Seek
 from cityseeker_interfaces.msg import AgentAction, GeoPoint, Metric, Outcome
 from cityseeker_interfaces.msg import Episode as EpisodeMsg
 from cityseeker_interfaces.msg import Task as TaskMsg
-from cityseeker_ros.core.benchmark import BenchmarkConfig
-from cityseeker_ros.core.environment import Action
-from cityseeker_ros.core.episode import Episode, World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.guidance import guide_action
-from cityseeker_ros.core.memory.store import MemoryStore
-from cityseeker_ros.core.policies.base import Decision
-from cityseeker_ros.core.safety.config import load_safety_config
-from cityseeker_ros.core.safety.estop import EStop
-from cityseeker_ros.core.supervisor.loop import EpisodeLoop, Outputs, ViewSet
-from cityseeker_ros.core.supervisor.replay import ReplayLoop
-from cityseeker_ros.core.supervisor.run_plan import RunPlan, Task
-from cityseeker_ros.core.supervisor.seek import (
+from cityseeker_ros.core.agents.memory.store import MemoryStore
+from cityseeker_ros.core.agents.policies.base import Decision
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.guidance import guide_action
+from cityseeker_ros.core.loop.replay import ReplayLoop
+from cityseeker_ros.core.loop.run_plan import RunPlan, SeededEpisode
+from cityseeker_ros.core.loop.seek import (
     SeekFeedback,
     SeekOutputs,
     SeekRequest,
@@ -55,7 +50,12 @@ from cityseeker_ros.core.supervisor.seek import (
     SeekSession,
     path_length_m,
 )
-from cityseeker_ros.core.supervisor.supervisor import Supervisor
+from cityseeker_ros.core.loop.state_machine import EpisodeLoop, Outputs, ViewSet
+from cityseeker_ros.core.strategies.bcr_policy import BcrPolicy
+from cityseeker_ros.core.tasks.environment import Action
+from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.vehicles.safety.config import load_safety_config
+from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.ros import qos
 
 SEEK, EPISODES = "seek", "episodes"
@@ -154,7 +154,7 @@ class EpisodeServerLoop(ReplayLoop):
     decision does. `on_step` hears every step."""
 
     def __init__(self, config: BenchmarkConfig, worlds: Sequence[World], memory: Optional[MemoryStore],
-                 supervisor: Optional[Supervisor], outputs: Outputs, decision_timeout_s: float,
+                 supervisor: Optional[BcrPolicy], outputs: Outputs, decision_timeout_s: float,
                  select_timeout_s: float) -> None:
         super().__init__(config, RunPlan(config, [], memory), supervisor, outputs, decision_timeout_s,
                          select_timeout_s)
@@ -171,7 +171,7 @@ class EpisodeServerLoop(ReplayLoop):
 
     def run_task(self, episode_id: str, seed: int) -> None:
         world, episode = self.episodes[episode_id]
-        self.plan, self.done = RunPlan(self.config, [Task(world, episode, seed)], self.memory), 0
+        self.plan, self.done = RunPlan(self.config, [SeededEpisode(world, episode, seed)], self.memory), 0
         self.state = "starting"
         self.start()
 
@@ -192,7 +192,7 @@ class EpisodeServerLoop(ReplayLoop):
         self._asked_at = pending[1] if pending is not None and pending[0].view_set_id == view_set_id else None
         super().decision(view_set_id, decision, records, error)
 
-    def _begin(self, task: Task, round: int) -> None:
+    def _begin(self, task: SeededEpisode, round: int) -> None:
         self.cancel_reason, self._walked, self._asked_at = None, [task.episode.start], None
         super()._begin(task, round)
 
@@ -222,7 +222,7 @@ class EpisodeServerLoop(ReplayLoop):
 
 
 def make_loop(mode: str, config: BenchmarkConfig, worlds: Sequence[World], memory: Optional[MemoryStore],
-              supervisor: Optional[Supervisor], outputs: Outputs, *, decision_timeout_s: float,
+              supervisor: Optional[BcrPolicy], outputs: Outputs, *, decision_timeout_s: float,
               select_timeout_s: float, stall_timeout_s: float, altitude_m: float,
               safety_config: str = "") -> EpisodeLoop:
     """The loop of a served mode, its outputs passed on to `outputs` and to the action server.

@@ -1,4 +1,4 @@
-"""The walker node: a simulated walking user with a GNSS receiver (core.sim.SimulatedWalker), so
+"""The walker node: a simulated walking user with a GNSS receiver (core.vehicles.sim.SimulatedWalker), so
 the camera and Seek paths run end to end with no hardware.
 
 It publishes a NavSatFix on `fix` at `fix_rate_hz` and takes the supervisor's motion commands on
@@ -15,8 +15,8 @@ from pydantic import ValidationError
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix
 
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.sim import SimulatedWalker
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.vehicles.sim import SimulatedWalker
 from cityseeker_ros.nodes.common import spin
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.convert_vehicle import command_from_msg

@@ -31,14 +31,14 @@ from nav_msgs.msg import Path
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix, NavSatStatus
 from std_msgs.msg import Header
 
-from cityseeker_ros.core.airsim.frames import compass_to_enu_yaw, quat_from_yaw
-from cityseeker_ros.core.directions import RelativeDirection
-from cityseeker_ros.core.environment import STOP, Action, Observation, View, move, retrace
-from cityseeker_ros.core.episode import Episode
-from cityseeker_ros.core.guidance import Guidance
-from cityseeker_ros.core.localisation import Localisation, LocalisationStatus, WalkableHeading
-from cityseeker_ros.core.policies.base import Decision
-from cityseeker_ros.core.text import clean_text
+from cityseeker_ros.core.agents.policies.base import Decision
+from cityseeker_ros.core.infra.text import clean_text
+from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
+from cityseeker_ros.core.streets.directions import RelativeDirection
+from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, View, move, retrace
+from cityseeker_ros.core.tasks.episode import Episode
+from cityseeker_ros.core.vehicles.airsim.frames import compass_to_enu_yaw, quat_from_yaw
 from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
 from cityseeker_ros.ros.schema import (
     ActionField,
@@ -253,7 +253,7 @@ def image_to_msg(rgb: np.ndarray, stamp: Stamp, frame_id: str, image_format: str
 def image_from_msg(msg: Any) -> np.ndarray:
     """RGB uint8 from a sensor_msgs Image (any encoding core.camera reads) or CompressedImage:
     rclpy's messages or a bag reader's, told apart by their fields."""
-    from cityseeker_ros.core.camera.rosbag import image_to_rgb
+    from cityseeker_ros.core.sensing.camera.rosbag import image_to_rgb
 
     if hasattr(msg, "encoding"):
         if msg.encoding == RAW_ENCODING and msg.step == msg.width * 3:  # ours: one copy, writable as in process
@@ -310,7 +310,7 @@ def diagnostic_status(name: str, level: str, message: str, values: Mapping[str, 
 # -- guidance ----------------------------------------------------------------------------------
 
 def guidance_msg(guidance: Guidance, view_set: ViewSetMsg, stamp: Stamp) -> GuidanceMsg:
-    """core.guidance.Guidance for the view set it answers (its text is the reason shown)."""
+    """core.loop.guidance.Guidance for the view set it answers (its text is the reason shown)."""
     return GuidanceMsg(stamp=stamp, view_set_id=view_set.view_set_id, episode_id=view_set.task.episode_id,
                        action=guidance.action, node=guidance.node, next_node=guidance.next_node,
                        heading_deg=guidance.heading_deg, relative_deg=guidance.relative_deg,

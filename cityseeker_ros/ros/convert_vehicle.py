@@ -1,5 +1,5 @@
 """Vehicle messages <-> core types, as pure functions: kinematics to NavSatFix/Odometry (REP 103),
-camera frames to Image, CommandMsg <-> core.safety.commands, bridge status to SafetyMsg.
+camera frames to Image, CommandMsg <-> core.vehicles.safety.commands, bridge status to SafetyMsg.
 
 Message classes are plain Python (no rclpy, no running graph), so unit tests call these directly.
 """
@@ -13,10 +13,10 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix, NavSatStatus
 from std_msgs.msg import Header
 
-from cityseeker_ros.core.airsim.bridge import BridgeStatus
-from cityseeker_ros.core.airsim.client import Kinematics
-from cityseeker_ros.core.airsim.frames import quat_to_matrix
-from cityseeker_ros.core.safety.commands import HOLD, Command, Goal, Hold, Velocity
+from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.airsim.client import Kinematics
+from cityseeker_ros.core.vehicles.airsim.frames import quat_to_matrix
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
 from cityseeker_ros.ros.convert import image_to_msg, raw_image_msg, stamp_to_msg
 from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, Stamp, VelocityField
 

@@ -39,7 +39,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Optional
 
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 
 PACKAGE = "cityseeker_ros"
 PROFILE_FILE = "fastdds_profile.xml"  # loopback only: the default

@@ -12,9 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.core.benchmark import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig, run_tasks
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.evaluation.benchmark import run_tasks
+from cityseeker_ros.core.evaluation.config import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets
 from cityseeker_ros.ros.run_config import RunConfig

@@ -10,7 +10,7 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
-from cityseeker_ros.core.episode import Episode, World
+from cityseeker_ros.core.tasks.episode import Episode, World
 
 GRAPH, PATH, START, TARGET = range(4)
 COLOURS = {GRAPH: (0.6, 0.6, 0.6, 0.6), PATH: (0.1, 0.5, 1.0, 1.0), START: (0.2, 0.8, 0.2, 1.0),

@@ -8,14 +8,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.core.benchmark import BenchmarkConfig
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.policies import POLICIES
+from cityseeker_ros.core.agents.policies import POLICIES
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
 from cityseeker_ros.ros.run_config import RunConfig
 from cityseeker_ros.ros.runner import NodeSpec
 
-REPLAY, DECISION, SUPERVISOR, EVALUATOR = "streetview_replay", "vlm_decision", "supervisor", "evaluator"
+REPLAY, DECISION, SUPERVISOR, EVALUATOR = "streetview_replay", "decision", "supervisor", "evaluator"
 LOCALISER, CAMERA, BRIDGE = "graph_localiser", "camera_ingest", "airsim_bridge"
 WALKER = "walker"
 
@@ -92,7 +92,7 @@ def _shows_panorama(policy: Any, params: dict[str, Any]) -> bool:
 
 def _decision(config: BenchmarkConfig, run: dict[str, Any], images: str) -> NodeSpec:
     privileged = getattr(POLICIES.get(config.policy), "privileged", False)
-    return NodeSpec(DECISION, "cityseeker_ros.nodes.vlm_decision", {
+    return NodeSpec(DECISION, "cityseeker_ros.nodes.decision", {
         "policy": config.policy, "policy_params": run["policy_params"], "data": run["data"] if privileged else "",
         "dataset": config.dataset}, remaps=(("views", f"/{SUPERVISOR}/views"), ("images", images)), respawn=True)
 
@@ -166,7 +166,7 @@ def bag_nodes(bag: Path, out_bag: Path, policy: str, policy_params: dict[str, An
     recorder keeps its decisions with the view sets they answer."""
     privileged = getattr(POLICIES.get(policy), "privileged", False)
     return [
-        NodeSpec(DECISION, "cityseeker_ros.nodes.vlm_decision", {
+        NodeSpec(DECISION, "cityseeker_ros.nodes.decision", {
             "policy": policy, "policy_params": json.dumps(policy_params), "data": data if privileged else "",
             "autostart": True},
             remaps=(("images", images_topic),)),

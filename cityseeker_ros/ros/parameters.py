@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cityseeker_ros.core.benchmark import BenchmarkConfig
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.environment import DEFAULT_MAX_STEPS
-from cityseeker_ros.core.episode import World
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.metrics import DEFAULT_DTW_THRESHOLD_M
-from cityseeker_ros.core.supervisor.live import DEFAULT_STALL_TIMEOUT_S
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.live import DEFAULT_STALL_TIMEOUT_S
+from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
+from cityseeker_ros.core.tasks.episode import World
 
 # The view images' wire format between the world or camera node and the decision node: the one
 # default of the nodes' image_format parameter and of a run's image_format setting
@@ -118,7 +118,7 @@ SUPERVISOR = RUN + (
               "~/seek action is a need sought from where the vehicle stands) or episodes (replay; no plan: each "
               "goal of the ~/run_episode action runs one task)"),
     ParamSpec("world_node", "/streetview_replay", "node serving view sets (views, images, episode, action)"),
-    ParamSpec("decision_node", "/vlm_decision", "the lifecycle decision node"),
+    ParamSpec("decision_node", "/decision", "the lifecycle decision node"),
     ParamSpec("localiser_node", "/graph_localiser", "live: the graph localiser, whose location says when the "
               "vehicle has reached a task's start"),
     ParamSpec("manage_decision_node", True, "configure and activate the decision node, also after it restarts"),
@@ -128,7 +128,7 @@ SUPERVISOR = RUN + (
               "comes 1 m closer to its goal for this long ends the episode as 'stalled'"),
     ParamSpec("heartbeat_rate_hz", 10.0, "rate of ~/heartbeat; vehicles move only while it is alive"),
     ParamSpec("altitude_m", 0.0, "goal altitude above home in vehicle mode (a drone's cruise height)"),
-    ParamSpec("safety_config", "", "mode seek: the vehicle's safety file (core.safety.SafetyConfig, as the "
+    ParamSpec("safety_config", "", "mode seek: the vehicle's safety file (core.vehicles.safety.SafetyConfig, as the "
               "vehicle bridge reads it); a goal from a position outside its geofence is rejected "
               "(outside_geofence); '' none (only a bridge's gate enforces a fence); other modes ignore it"),
     ParamSpec("frame_id", "map", "frame of the markers"),
@@ -157,7 +157,7 @@ AIRSIM_BRIDGE = (
     ParamSpec("motion_params", "{}", "JSON object of the motion mode's settings, e.g. "
               '{"max_speed_mps": 3, "max_yaw_rate_dps": 45, "altitude_m": 2.5}'),
     ParamSpec("velocity_period_s", 0.5, "a velocity command is flown in slices this long, re-sent while it stands"),
-    ParamSpec("safety_config", "", "YAML/JSON file of the safety gate (core.safety.SafetyConfig: geofence, "
+    ParamSpec("safety_config", "", "YAML/JSON file of the safety gate (core.vehicles.safety.SafetyConfig: geofence, "
               "limits, decision_timeout_s, heartbeat_timeout_s); required for fly, optional for teleport"),
     ParamSpec("estop_state_file", "", "file that keeps a latched e-stop across restarts until ~/reset_estop "
               "('' = $ROS_HOME/cityseeker/<node>.estop.json; `cityseeker run airsim` uses OUT/ros/)"),
@@ -231,7 +231,7 @@ NODES: dict[str, tuple[ParamSpec, ...]] = {
     "streetview_replay": STREETVIEW_REPLAY,
     "graph_localiser": GRAPH_LOCALISER,
     "camera_ingest": CAMERA_INGEST,
-    "vlm_decision": VLM_DECISION,
+    "decision": VLM_DECISION,
     "airsim_bridge": AIRSIM_BRIDGE,
     "supervisor": SUPERVISOR,
     "evaluator": EVALUATOR,
@@ -277,7 +277,7 @@ def policy_params(params: dict[str, Any], backend: str, model: str) -> dict[str,
 def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str, int]]]:
     """A RUN table's values -> the run's BenchmarkConfig and explicit tasks ([] = episodes x seeds).
     Errors name the parameter."""
-    from cityseeker_ros.core.supervisor import parse_strategy
+    from cityseeker_ros.core.strategies import parse_strategy
 
     def parsed(name: str, kind: type = dict) -> Any:
         return json_parameter(name, values[name], kind)

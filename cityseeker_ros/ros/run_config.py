@@ -22,8 +22,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.core.benchmark import MEMORY_FILE, BenchmarkConfig
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.evaluation.config import MEMORY_FILE, BenchmarkConfig
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import parameters
 
 KINDS = ("benchmark", "camera", "airsim", "bag")
@@ -49,7 +49,7 @@ class RunConfig:
     source: str = "video"
     source_params: dict[str, Any] = field(default_factory=dict)
     fix_topic: str = "/fix"
-    walker: str = ""  # "" (fixes from a device) or "sim" (the walker node: core.sim.SimulatedWalker)
+    walker: str = ""  # "" (fixes from a device) or "sim" (the walker node: core.vehicles.sim.SimulatedWalker)
     # airsim
     host: str = _default(parameters.AIRSIM_BRIDGE, "host")
     port: int = _default(parameters.AIRSIM_BRIDGE, "port")
@@ -76,7 +76,7 @@ def json_object(name: str, text: str) -> dict[str, Any]:
 
 
 def _strategies(name: str, text: str) -> list[Any]:
-    from cityseeker_ros.core.supervisor import parse_strategy
+    from cityseeker_ros.core.strategies import parse_strategy
 
     return [parse_strategy(s) if isinstance(s, str) else s for s in parameters.json_parameter(name, text, list)]
 
@@ -278,7 +278,7 @@ def checked(run: RunConfig) -> RunConfig:
     if run.kind == "camera" and run.walker not in ("", "sim"):
         raise ConfigError(f"walker must be '' (a real device) or sim, got {run.walker!r}")
     if run.kind in LIVE_RUNS and run.safety_config:  # the nodes check it too; this fails before any starts
-        from cityseeker_ros.core.safety.config import load_safety_config
+        from cityseeker_ros.core.vehicles.safety.config import load_safety_config
 
         load_safety_config(run.safety_config)
     if run.kind == "airsim":

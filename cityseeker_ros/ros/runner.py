@@ -28,10 +28,10 @@ from typing import Any, Optional
 
 import yaml
 
-from cityseeker_ros.core.benchmark import RUN_COMMAND_ENV
-from cityseeker_ros.core.errors import CitySeekerError
-from cityseeker_ros.core.redact import redact, redact_command
-from cityseeker_ros.core.text import clean_json
+from cityseeker_ros.core.evaluation.config import RUN_COMMAND_ENV
+from cityseeker_ros.core.infra.errors import CitySeekerError
+from cityseeker_ros.core.infra.redact import redact, redact_command
+from cityseeker_ros.core.infra.text import clean_json
 from cityseeker_ros.ros import env as ros
 
 
@@ -111,7 +111,7 @@ class Runner:
         self.single_process, self.log, self.monitor = single_process, log, monitor
         self.logs.mkdir(parents=True, exist_ok=True)
         # The nodes read their parameters, credentials included, from a private file outside the
-        # output folder; logs/params.yaml records them with the credentials masked (core/redact.py).
+        # output folder; logs/params.yaml records them with the credentials masked (core/infra/redact.py).
         self._private: Optional[Path] = None
         self.params_file = self.logs / "params.yaml"
         self.processes: dict[str, subprocess.Popen] = {}

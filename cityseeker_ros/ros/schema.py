@@ -17,7 +17,7 @@ from typing import Any, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cityseeker_ros.core.text import clean_json, loads_json
+from cityseeker_ros.core.infra.text import clean_json, loads_json
 
 VERSION = 1
 
@@ -87,7 +87,7 @@ class Task(BaseModel):
 
 
 class ActionField(BaseModel):
-    """core.environment.Action: move along view `index`, stop, or walk back to `back_to`."""
+    """core.tasks.environment.Action: move along view `index`, stop, or walk back to `back_to`."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -111,7 +111,7 @@ class ViewEntry(BaseModel):
 
     index: int
     heading: float  # absolute, degrees clockwise from north
-    relative: str  # core.directions.RelativeDirection value, relative to `facing`
+    relative: str  # core.streets.directions.RelativeDirection value, relative to `facing`
     # header.frame_id of this view's image on the images topic (stamped with the view set's
     # stamp); None: the view set carries no image for it
     frame_id: Optional[str] = None
@@ -209,7 +209,7 @@ class MapOrigin(BaseModel):
 
 class EpisodeMsg(Record):
     """The replay's episode state, latched: idle, running (after every step) or ended (with
-    the metrics of core.metrics, so an evaluator need not load the world)."""
+    the metrics of core.evaluation.metrics, so an evaluator need not load the world)."""
 
     kind: Literal["episode"] = "episode"
     status: Literal["idle", "running", "ended"]
@@ -227,7 +227,7 @@ class EpisodeMsg(Record):
 
 
 class GoalField(BaseModel):
-    """core.safety.commands.Goal: go to a position (alt_m above home; heading clockwise from north)."""
+    """core.vehicles.safety.commands.Goal: go to a position (alt_m above home; heading clockwise from north)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -240,7 +240,7 @@ class GoalField(BaseModel):
 
 
 class VelocityField(BaseModel):
-    """core.safety.commands.Velocity: local ENU (REP 103), yaw rate positive counter-clockwise."""
+    """core.vehicles.safety.commands.Velocity: local ENU (REP 103), yaw rate positive counter-clockwise."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -259,7 +259,7 @@ class HoldField(BaseModel):
 
 class CommandMsg(Record):
     """A motion command from the supervisor to a vehicle bridge (AirSim, a real airframe). The
-    bridge passes it through core.safety.SafetyGate before anything moves."""
+    bridge passes it through core.vehicles.safety.SafetyGate before anything moves."""
 
     kind: Literal["command"] = "command"
     stamp: Stamp
@@ -269,7 +269,7 @@ class CommandMsg(Record):
 
 
 class SafetyMsg(Record):
-    """What a bridge's safety gate let through, latched: code (core.safety.codes) and reason."""
+    """What a bridge's safety gate let through, latched: code (core.vehicles.safety.codes) and reason."""
 
     kind: Literal["safety"] = "safety"
     stamp: Stamp
@@ -285,12 +285,12 @@ class WalkableField(BaseModel):
     index: int
     heading_deg: float
     relative_deg: Optional[float] = None  # to the vehicle heading, positive clockwise
-    direction: Optional[str] = None  # core.directions.RelativeDirection value
+    direction: Optional[str] = None  # core.streets.directions.RelativeDirection value
     target: Optional[str] = None  # the node a move along it leads to
 
 
 class LocationMsg(Record):
-    """core.localisation.Localisation: where on the street graph the vehicle is."""
+    """core.sensing.localisation.Localisation: where on the street graph the vehicle is."""
 
     kind: Literal["location"] = "location"
     stamp: Stamp
@@ -318,7 +318,7 @@ class GuidanceMsg(Record):
     next_node: Optional[str] = None
     heading_deg: Optional[float] = None  # absolute, clockwise from north
     relative_deg: Optional[float] = None  # to the device heading, -180..180, positive clockwise
-    direction: Optional[str] = None  # core.directions.RelativeDirection value of relative_deg
+    direction: Optional[str] = None  # core.streets.directions.RelativeDirection value of relative_deg
     distance_m: Optional[float] = None  # to the next node
     reason: str = ""
     confidence: Optional[float] = None

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from std_msgs.msg import Header
 
 from cityseeker_interfaces import msg as ci
-from cityseeker_ros.core.text import clean_json, clean_text, loads_json
+from cityseeker_ros.core.infra.text import clean_json, clean_text, loads_json
 from cityseeker_ros.ros.schema import (
     ActionField,
     ActionMsg,

@@ -13,7 +13,7 @@ import pytest
 
 from cityseeker_ros.bag import interfaces
 from cityseeker_ros.bag.storage import BagReader, BagWriter, typestore
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from tests.ros.conftest import REPO
 
 VIEW_SET = "cityseeker_interfaces/msg/ViewSet"

@@ -62,7 +62,7 @@ def recorded(ros_processes, tiny_city, tmp_path):
     ros_processes.drive({"steps": [{"op": "transition", "name": "configure"},
                                    {"op": "transition", "name": "activate"}]})
     for topic in ("/streetview_replay/episode", "/streetview_replay/views", "/streetview_replay/images",
-                  "/vlm_decision/decision"):
+                  "/decision/decision"):
         assert wait_for_text(log, f"matched {topic}:", 60), ros_processes.log_text()
     report = ros_processes.drive({"steps": [{"op": "episode", "episode": e, "seed": s} for e, s in RUNS]})
     # The last decision and episode state reach the recorder before it stops (latched: it
@@ -89,7 +89,7 @@ def test_record_play_rescore_gives_the_same_metrics(recorded, tiny_city, tmp_pat
 
     # Play it back (twice as fast as recorded) into a second recorder started through the
     # `cityseeker bag record` CLI without the ROS environment: it re-executes itself into it.
-    for process in [p for name, p in ros_processes.started if name in ("streetview_replay", "vlm_decision")]:
+    for process in [p for name, p in ros_processes.started if name in ("streetview_replay", "decision")]:
         ros.stop(process)
     bag2 = tmp_path / "run2"
     plain = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "RMW_IMPLEMENTATION")}
@@ -111,7 +111,7 @@ def test_record_play_rescore_gives_the_same_metrics(recorded, tiny_city, tmp_pat
     with BagReader(bag) as one, BagReader(bag2) as two:
         counts1, counts2 = one.counts(), two.counts()
         assert two.path.joinpath("run2.db3").is_file()
-    for topic in ("/streetview_replay/episode", "/streetview_replay/views", "/vlm_decision/decision",
+    for topic in ("/streetview_replay/episode", "/streetview_replay/views", "/decision/decision",
                   "/streetview_replay/images"):
         assert counts2[topic] == counts1[topic] > 0, (topic, counts1, counts2)
 
@@ -154,7 +154,7 @@ def test_project_bag_reads_with_mcap_ros2_support_and_redecides(recorded, tiny_c
             panorama = m.ros_msg.header.frame_id == "panorama"
             assert image_from_msg(m.ros_msg).shape == ((32, 64, 3) if panorama else (16, 32, 3))
             panoramas += panorama
-    assert seen["/streetview_replay/images"] > 0 and seen["/vlm_decision/decision"] > 0
+    assert seen["/streetview_replay/images"] > 0 and seen["/decision/decision"] > 0
     assert [e.metrics for e in ended] == [r["episode"]["metrics"] for r in results]
     assert panoramas == sum(r["episode"]["steps"] for r in results)  # one per view set decided
 
@@ -173,7 +173,7 @@ def test_run_bag_decides_the_played_steps_again(recorded, tmp_path):
     """`cityseeker run bag` (bag_eval.launch.py's processes, started by the runner): a fresh
     forward decision node answers the played view sets as the recorded one did."""
     bag, results, ros_processes = recorded
-    for process in [p for name, p in ros_processes.started if name in ("streetview_replay", "vlm_decision")]:
+    for process in [p for name, p in ros_processes.started if name in ("streetview_replay", "decision")]:
         ros.stop(process)
     out_bag = tmp_path / "redecided"
     done = subprocess.run([sys.executable, "-m", "cityseeker_ros", "run", "bag", str(bag), "--out-bag", str(out_bag),

@@ -12,10 +12,10 @@ from rosbags.typesys.stores.ros2_jazzy import std_msgs__msg__String as String
 
 from cityseeker_ros.bag.evaluate import rescore, write_rescore
 from cityseeker_ros.bag.storage import BagReader, BagWriter, QosOffer
-from cityseeker_ros.core.benchmark import run_episode
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.policies import make_policy
+from cityseeker_ros.core.evaluation.episode_run import run_episode
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import typed
 from cityseeker_ros.ros.schema import EpisodeMsg, Task
 
@@ -137,13 +137,13 @@ def test_rescore_reproduces_in_process_metrics_and_flags_changes(tmp_path, tiny_
 
 def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path, tiny_city):
     """A bag of a supervised run holds each Decide goal (view set + BCR context) on
-    /supervisor/decide_goal and each answer on /vlm_decision/decision: re-deciding with the
+    /supervisor/decide_goal and each answer on /decision/decision: re-deciding with the
     recorded policy agrees everywhere, and the view sets come back with their context."""
     from cityseeker_interfaces.action import Decide
     from cityseeker_ros.bag.evaluate import _records, redecide
     from cityseeker_ros.bag.topics import DECIDE_GOAL, DECISION, DECISIONS, SUPERVISOR_VIEWS
-    from cityseeker_ros.core.benchmark import episode_rng
-    from cityseeker_ros.core.environment import Environment
+    from cityseeker_ros.core.evaluation.episode_run import episode_rng
+    from cityseeker_ros.core.tasks.environment import Environment
     from cityseeker_ros.ros import convert
     from cityseeker_ros.ros.schema import Stamp, ViewSetMsg
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.demo import camera
-from tests.core.camera.conftest import write_tiny_world
+from tests.core.sensing.camera.conftest import write_tiny_world
 
 
 @pytest.fixture(scope="module")

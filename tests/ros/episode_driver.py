@@ -7,7 +7,7 @@ replay's action topic, and writes what it saw as JSON for the
 test to check. Everything happens in this script's main loop (spin_once); callbacks only
 record, or send without waiting, so no callback ever waits on a service.
 
-PLAN.json: {"replay": "/streetview_replay", "decision": "/vlm_decision", "steps": [op, ...]}
+PLAN.json: {"replay": "/streetview_replay", "decision": "/decision", "steps": [op, ...]}
 with ops:
   {"op": "state"}                                      the decision node's lifecycle state
   {"op": "transition", "name": "configure"}            configure|activate|deactivate|cleanup
@@ -284,7 +284,7 @@ class EpisodeDriver(Node):
 def main() -> None:
     plan = json.loads(open(sys.argv[1]).read())
     rclpy.init()
-    node = EpisodeDriver(plan.get("replay", "/streetview_replay"), plan.get("decision", "/vlm_decision"))
+    node = EpisodeDriver(plan.get("replay", "/streetview_replay"), plan.get("decision", "/decision"))
     results: list[dict[str, Any]] = []
     try:
         for step in plan["steps"]:

@@ -1,5 +1,5 @@
 """The airsim_bridge node as a real process over DDS on loopback, against the protocol fake of
-AirSim's RPC server (tests/core/airsim/fake_flight.py): a protocol fake, not the simulator. It
+AirSim's RPC server (tests/core/vehicles/airsim/fake_flight.py): a protocol fake, not the simulator. It
 speaks AirSim's msgpack-rpc wire protocol, runs in this (rclpy-free) pytest process and stamps
 every call with time.monotonic; a driver process (tests/ros/vehicle_driver.py) stands in for the
 supervisor and stamps what it sent and saw on the same host-wide monotonic clock.
@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cityseeker_ros.core.airsim.anchor import Anchor
-from cityseeker_ros.core.airsim.frames import compass_to_enu_yaw, quat_from_yaw, yaw_from_quat
-from cityseeker_ros.core.geodesy import destination
+from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
+from cityseeker_ros.core.vehicles.airsim.frames import compass_to_enu_yaw, quat_from_yaw, yaw_from_quat
 from cityseeker_ros.ros import env as ros
-from tests.core.airsim.fake_airsim import quat_yaw, vec
-from tests.core.airsim.fake_flight import MOTION, FlightFake
+from tests.core.vehicles.airsim.fake_airsim import quat_yaw, vec
+from tests.core.vehicles.airsim.fake_flight import MOTION, FlightFake
 
 pytest.importorskip("cosysairsim", reason="the AirSim client library (test extra) is not installed")
 

@@ -1,4 +1,4 @@
-"""`cityseeker run airsim` end to end against the AirSim protocol fake (tests/core/airsim/
+"""`cityseeker run airsim` end to end against the AirSim protocol fake (tests/core/vehicles/airsim/
 fake_flight.py: it speaks AirSim's msgpack-rpc wire protocol and keeps one vehicle pose; it is a
 protocol fake, not the simulator, and runs in this rclpy-free pytest process).
 
@@ -16,10 +16,10 @@ import sys
 import pytest
 
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.safety import EStop, LatchFile
+from cityseeker_ros.core.vehicles.safety import EStop, LatchFile
 from cityseeker_ros.ros import env as ros
-from tests.core.airsim.fake_airsim import MOUNT, moves_vehicle
-from tests.core.airsim.fake_flight import FlightFake
+from tests.core.vehicles.airsim.fake_airsim import MOUNT, moves_vehicle
+from tests.core.vehicles.airsim.fake_flight import FlightFake
 from tests.ros.test_live import COMPARED
 from tests.ros.test_runner import REPO, in_process, logs, records
 

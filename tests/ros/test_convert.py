@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from cityseeker_ros.core.directions import RelativeDirection
-from cityseeker_ros.core.environment import STOP, Environment, Observation, View, move, retrace
-from cityseeker_ros.core.policies.base import Decision
+from cityseeker_ros.core.agents.policies.base import Decision
+from cityseeker_ros.core.streets.directions import RelativeDirection
+from cityseeker_ros.core.tasks.environment import STOP, Environment, Observation, View, move, retrace
 from cityseeker_ros.ros import convert, parameters, typed
 from cityseeker_ros.ros.schema import ActionField, ActionMsg, DecisionMsg, EpisodeMsg, Stamp, ViewSetMsg, as_dict, parse
 
@@ -49,7 +49,7 @@ def test_awkward_floats_survive_json():
 
 
 def _episode():
-    from cityseeker_ros.core.episode import Episode
+    from cityseeker_ros.core.tasks.episode import Episode
 
     return Episode("ep", "town", "Basic POI", "easy", "go", "cafe", "n", "t", ("n", "t"))
 
@@ -244,7 +244,7 @@ def test_diagnostic_status():
 
 
 def test_a_location_round_trips_through_its_record(tiny_world):
-    from cityseeker_ros.core.localisation import GraphLocaliser
+    from cityseeker_ros.core.sensing.localisation import GraphLocaliser
     from cityseeker_ros.ros.schema import LocationMsg
 
     node = next(iter(tiny_world.graph.nodes.values()))

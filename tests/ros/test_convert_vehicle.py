@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from cityseeker_ros.core.airsim.bridge import BridgeStatus
-from cityseeker_ros.core.airsim.client import Kinematics
-from cityseeker_ros.core.airsim.frames import quat_from_yaw
-from cityseeker_ros.core.safety import HOLD, Goal, Velocity
+from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.airsim.client import Kinematics
+from cityseeker_ros.core.vehicles.airsim.frames import quat_from_yaw
+from cityseeker_ros.core.vehicles.safety import HOLD, Goal, Velocity
 from cityseeker_ros.ros import convert_vehicle as cv
 from cityseeker_ros.ros.schema import CommandMsg, SafetyMsg, Stamp, parse
 

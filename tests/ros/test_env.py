@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import env as ros
 
 PROBE = ("import os, rclpy; rclpy.init(); rclpy.shutdown(); "

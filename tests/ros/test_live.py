@@ -53,7 +53,7 @@ def start_live_nodes(ros_processes, data: str, *supervisor_params: str) -> None:
                        "-p", f"data:={data}", "-p", "source:=replay", "-p", f"source_params:='{source_params}'",
                        "-p", "image_format:=png", "-r", "location:=/graph_localiser/location",
                        "-r", "episode:=/supervisor/episode")
-    ros_processes.node("cityseeker_ros.nodes.vlm_decision", "-p", "policy:=random",
+    ros_processes.node("cityseeker_ros.nodes.decision", "-p", "policy:=random",
                        "-r", "views:=/supervisor/views", "-r", "images:=/camera_ingest/images")
     ros_processes.node("cityseeker_ros.nodes.supervisor", "--params-file", str(config / "supervisor.yaml"),
                        "-p", f"data:={data}", "-p", "max_steps:=6", "-p", "mode:=live",

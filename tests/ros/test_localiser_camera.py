@@ -11,9 +11,9 @@ from itertools import groupby
 
 import numpy as np
 
-from cityseeker_ros.core.geodesy import destination, geodesic_m, initial_bearing_deg
+from cityseeker_ros.core.streets.geodesy import destination, geodesic_m, initial_bearing_deg
 from cityseeker_ros.ros import env as ros
-from tests.core.camera.conftest import tiny_graph, write_tiny_world
+from tests.core.sensing.camera.conftest import tiny_graph, write_tiny_world
 from tests.ros.conftest import REPO
 
 CONFIG = REPO / "config"

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cityseeker_ros.cli import build_parser, run_config_of
-from cityseeker_ros.core.benchmark import BenchmarkConfig
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import node_sets, run_config
 from cityseeker_ros.ros.parameters import NODES, VIEW_IMAGE_FORMAT
 

@@ -14,13 +14,13 @@ import numpy as np
 from action_msgs.msg import GoalStatus
 from PIL import Image
 
-from cityseeker_ros.core.benchmark import run_episode
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.policies import make_policy
-from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.core.evaluation.episode_run import run_episode
+from cityseeker_ros.core.sensing.views import make_view_source
 
 REPLAY = "cityseeker_ros.nodes.streetview_replay"
-DECISION = "cityseeker_ros.nodes.vlm_decision"
+DECISION = "cityseeker_ros.nodes.decision"
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 WIRING = ["-r", "views:=/streetview_replay/views", "-r", "images:=/streetview_replay/images"]
 
@@ -35,8 +35,8 @@ def params_file(tmp_path: Path, node: str, **values) -> str:
 def start_nodes(ros_processes, tmp_path: Path, data: Path, replay: dict, decision: dict) -> None:
     ros_processes.node(REPLAY, "--params-file", str(CONFIG / "streetview_replay.yaml"),
                        "--params-file", params_file(tmp_path, "streetview_replay", data=str(data), **replay))
-    ros_processes.node(DECISION, "--params-file", str(CONFIG / "vlm_decision.yaml"),
-                       "--params-file", params_file(tmp_path, "vlm_decision", **decision), *WIRING)
+    ros_processes.node(DECISION, "--params-file", str(CONFIG / "decision.yaml"),
+                       "--params-file", params_file(tmp_path, "decision", **decision), *WIRING)
 
 
 def in_process(data: Path, policy: str, episode: int, seed: int, **policy_params) -> dict:
@@ -141,7 +141,7 @@ def test_vlm_policy_sees_the_same_images_and_prompts_over_dds(ros_processes, tin
     """PNG on the wire is lossless: the VLM behind the decision node gets the very requests
     (prompts, views and the stop prompt's panorama) an in-process run sends, and the episode
     ends the same."""
-    from tests.core.vlm.test_openai_backend import FAST, MODEL, CannedServer
+    from tests.core.agents.vlm.test_openai_backend import FAST, MODEL, CannedServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     world = load_dataset(tiny_city)[0]
@@ -268,8 +268,8 @@ def test_a_restarted_decision_node_picks_up_the_running_episode(ros_processes, t
     assert wait_for(Path(f"{resume}.held"), 60), ros_processes.log_text()
     crashed.kill()  # by PID: a crash, no clean shutdown
     crashed.wait(10)
-    ros_processes.node(DECISION, "--params-file", str(CONFIG / "vlm_decision.yaml"), *WIRING,
-                       name="vlm_decision_restarted")
+    ros_processes.node(DECISION, "--params-file", str(CONFIG / "decision.yaml"), *WIRING,
+                       name="decision_restarted")
     resume.write_text("go")
     report = ros_processes.finish(driver)
     result = report[2]

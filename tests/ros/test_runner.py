@@ -1,4 +1,4 @@
-"""`cityseeker run benchmark` end to end: streetview_replay, vlm_decision, supervisor and
+"""`cityseeker run benchmark` end to end: streetview_replay, decision, supervisor and
 evaluator over real DDS on loopback write the same episodes.jsonl and summary.json as the
 in-process `cityseeker benchmark` for the same seeds, as separate processes and in one process;
 a decision node killed mid-run makes the supervisor hold and report, the runner restarts it,
@@ -132,7 +132,7 @@ def test_killing_the_decision_node_mid_run_holds_reports_and_loses_nothing(hk6, 
     flags = ("--data", str(hk6), "--policy", "forward", "--limit", "8")
     in_process(tmp_path / "cli", *flags)
     out = tmp_path / "ros"
-    kill_mid_run(out, ros_domain, "vlm_decision", *flags, "--decision-timeout", "1",
+    kill_mid_run(out, ros_domain, "decision", *flags, "--decision-timeout", "1",
                  progress="ros/supervisor.log", marker=" seed 0: ")  # "hongkong6-1 seed 0: ... (2/8)"
     supervisor_log = (out / "ros" / "supervisor.log").read_text()
     assert "within 1 s: holding" in supervisor_log and "resumed: a decision came after" in supervisor_log
@@ -192,7 +192,7 @@ def test_a_decision_node_that_cannot_configure_ends_the_run_with_its_one_line_er
     ended = time.time()
     assert runner.returncode == 2, stderr + logs(out)
     lines = [line for line in stderr.strip().splitlines() if not line.startswith("cityseeker: warning:")]
-    assert len(lines) == 1 and "vlm_decision" in lines[0] and "cannot reach the server" in lines[0], stderr
+    assert len(lines) == 1 and "decision" in lines[0] and "cannot reach the server" in lines[0], stderr
     failed = min(p.stat().st_mtime for p in (out / "ros").glob("*.reason"))  # the node gave up
     print(f"runner exited {ended - started:.1f} s after starting, {ended - failed:.1f} s after the node failed")
     assert ended - failed < 15 and ended - started < 60  # measured 2-6 s and 16-33 s on 2 busy cores

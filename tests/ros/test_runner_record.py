@@ -12,7 +12,7 @@ from cityseeker_ros.cli import benchmark_config, build_parser
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets
 from cityseeker_ros.ros.runner import Runner
-from tests.core.vlm.canned_server import MODEL, CannedServer
+from tests.core.agents.vlm.canned_server import MODEL, CannedServer
 
 REPO = Path(__file__).resolve().parents[2]
 CANARY = "CANARY-0b7d3a-runner"

@@ -46,7 +46,7 @@ def test_legacy_json_records_with_escaped_surrogates_are_read():
 
 
 def test_diagnostics_with_bad_text_are_sendable():
-    status = convert.diagnostic_status("vlm_decision", "error", "reply \ud800", {"last_error": "x\udfff"})
+    status = convert.diagnostic_status("decision", "error", "reply \ud800", {"last_error": "x\udfff"})
     assert status.message == "reply \ufffd" and status.values[0].value == "x\ufffd"
     for text in (status.name, status.message, status.hardware_id, status.values[0].key, status.values[0].value):
         text.encode("utf-8")

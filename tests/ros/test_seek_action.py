@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cityseeker_ros.core.benchmark import BenchmarkConfig
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.geodesy import destination
-from cityseeker_ros.core.supervisor.seek import MAX_NEED_CHARS
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.loop.seek import MAX_NEED_CHARS
+from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets, run_config
 from cityseeker_ros.ros.runner import CONFIG_ERROR_EXIT, Runner
@@ -271,7 +271,7 @@ def test_a_seek_flown_against_the_airsim_protocol_fake(monaco_dir, ros_env, tmp_
     """The same Seek on the AirSim node set (bridge, the airsim camera source), against the
     protocol fake: feedback at every step and a result, then a cancelled goal that holds."""
     pytest.importorskip("cosysairsim", reason="the AirSim client library (test extra) is not installed")
-    from tests.core.airsim.fake_flight import FlightFake
+    from tests.core.vehicles.airsim.fake_flight import FlightFake
 
     world = load_dataset(monaco_dir)[0]
     start = world.graph.nodes[world.episodes[0].start]

@@ -20,6 +20,6 @@ def test_seek_launch_starts_the_seek_commands_node_set(tmp_path):
                                       "--source", "replay", "--walker", "sim", "--max-steps", "12"])
     runner = runner_started(node_sets.seek_nodes(run_config_of(args)))
     assert differences(launch, runner) == []
-    assert [s.name for s in launch] == ["walker", "graph_localiser", "camera_ingest", "vlm_decision", "supervisor"]
+    assert [s.name for s in launch] == ["walker", "graph_localiser", "camera_ingest", "decision", "supervisor"]
     supervisor = dict(next(s for s in launch if s.name == "supervisor").params)
     assert supervisor["mode"] == "seek"

@@ -105,7 +105,7 @@ def test_every_socket_of_a_run_is_bound_to_loopback(hk6, ros_domain, tmp_path):
     assert result.returncode == 0, result.stdout + logs(tmp_path / "ros")
     nodes = {name.split("[")[0] for name, sockets in seen.items() if sockets}
     # Every process that speaks DDS was seen with its sockets: the check cannot pass empty.
-    assert nodes >= {"streetview_replay", "vlm_decision", "supervisor", "evaluator"}, seen
+    assert nodes >= {"streetview_replay", "decision", "supervisor", "evaluator"}, seen
     exposed = {name: [a for a in sockets.values() if not is_loopback(a)] for name, sockets in seen.items()}
     exposed = {name: addresses for name, addresses in exposed.items() if addresses}
     assert not exposed, f"sockets bound beyond loopback: {exposed}"

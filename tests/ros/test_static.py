@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, NODES
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cityseeker_ros.core.benchmark import run_episode
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.policies import make_policy
-from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.core.evaluation.episode_run import run_episode
+from cityseeker_ros.core.sensing.views import make_view_source
 from tests.ros.test_replay_decision import (
     CONFIG,
     DECISION,
@@ -35,7 +35,7 @@ FORMATS = {"raw": "rgb8", "png": "rgb8; png compressed bgr8", "jpeg": "rgb8; jpe
 def canned_vlm(monkeypatch):
     """The VLM policy's parameters against a canned OpenAI-compatible server on loopback: its
     replies are unreadable, so the policy falls back to view 0 whatever the pixels."""
-    from tests.core.vlm.test_openai_backend import FAST, MODEL, CannedServer
+    from tests.core.agents.vlm.test_openai_backend import FAST, MODEL, CannedServer
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server = CannedServer()
@@ -122,9 +122,9 @@ def test_a_restarted_decision_node_gets_the_raw_images_of_the_current_view_set(r
     crashed.wait(10)
     server.default_delay = 0.0
     posts_before = len(server.posts())
-    ros_processes.node(DECISION, "--params-file", str(CONFIG / "vlm_decision.yaml"),
-                       "--params-file", params_file(tmp_path, "vlm_decision", **decision), *WIRING,
-                       name="vlm_decision_restarted")
+    ros_processes.node(DECISION, "--params-file", str(CONFIG / "decision.yaml"),
+                       "--params-file", params_file(tmp_path, "decision", **decision), *WIRING,
+                       name="decision_restarted")
     resume.write_text("go")
     report = ros_processes.finish(driver)
     result = report[2]

@@ -1,7 +1,7 @@
 """Test helper, run as its own ROS process: `python -m tests.ros.walker_driver PLAN.json OUT.json`.
 
 A walking user with a GNSS receiver who does what the AR guidance says: the project's
-core.sim.SimulatedWalker (teleporting to each goal), its fixes published as NavSatFix on /test/fix.
+core.vehicles.sim.SimulatedWalker (teleporting to each goal), its fixes published as NavSatFix on /test/fix.
 Records the guidance and commands it got, the supervisor's statuses and outcome records, until
 the supervisor says "finished" or the timeout. PLAN.json: {"start": [lat, lon], "period_s": 0.05,
 "timeout_s": 120, "follow_goals": N} (optional: after N goals that move it, it stops moving; a goal
@@ -18,7 +18,7 @@ import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix
 
-from cityseeker_ros.core.sim import SimulatedWalker
+from cityseeker_ros.core.vehicles.sim import SimulatedWalker
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.convert_vehicle import command_from_msg
 from cityseeker_ros.ros.schema import CommandMsg, GuidanceMsg, OutcomeMsg, SupervisorStatusMsg, as_dict

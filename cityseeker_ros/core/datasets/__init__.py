@@ -7,9 +7,9 @@ from pathlib import Path
 
 from cityseeker_ros.core.datasets.cityseeker import is_city_folder, load_city
 from cityseeker_ros.core.datasets.problems import Problems
-from cityseeker_ros.core.episode import World
-from cityseeker_ros.core.errors import ConfigError, DataError
-from cityseeker_ros.core.registry import Registry
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.infra.registry import Registry
+from cityseeker_ros.core.tasks.episode import World
 from cityseeker_ros.core.worlds.folder import is_world_folder, load_world
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from cityseeker_ros.core.datasets.problems import Problems
-from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES, Episode, World
-from cityseeker_ros.core.errors import DataError
-from cityseeker_ros.core.geodesy import destination, geodesic_m, mercator_units_to_metres, normalize_heading
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph, same_edge
-from cityseeker_ros.core.jsonfile import read_json_file
-from cityseeker_ros.core.results import sha256_file
+from cityseeker_ros.core.infra.errors import DataError
+from cityseeker_ros.core.infra.files import sha256_file
+from cityseeker_ros.core.infra.jsonfile import read_json_file
+from cityseeker_ros.core.streets.geodesy import destination, geodesic_m, mercator_units_to_metres, normalize_heading
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph, same_edge
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, DIFFICULTIES, Episode, World
 
 CONNECTIONS = "connections.json"
 QUESTIONS = "question.json"

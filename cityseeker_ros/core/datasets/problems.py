@@ -5,7 +5,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cityseeker_ros.core.errors import DataError
+from cityseeker_ros.core.infra.errors import DataError
 
 log = logging.getLogger("cityseeker_ros.data")
 

@@ -24,12 +24,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cityseeker_ros.core.episode import CATEGORY_NAMES, DIFFICULTIES, difficulty_of
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.geodesy import destination, geodesic_m, initial_bearing_deg, metres_to_mercator_units
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
-from cityseeker_ros.core.results import check_replaceable, replace_folder
-from cityseeker_ros.core.transition import ActionModel
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.files import check_replaceable, replace_folder
+from cityseeker_ros.core.streets.geodesy import destination, geodesic_m, initial_bearing_deg, metres_to_mercator_units
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.streets.transition import ActionModel
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, DIFFICULTIES, difficulty_of
 
 GENERATOR = "cityseeker_ros.core.datasets.synthetic"
 GENERATOR_VERSION = 1

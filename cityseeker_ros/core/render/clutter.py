@@ -16,11 +16,11 @@ from functools import lru_cache
 import numpy as np
 from scipy.spatial import cKDTree
 
-from cityseeker_ros.core.graph import StreetGraph
 from cityseeker_ros.core.render.hashing import key64, uniform, value_noise
 from cityseeker_ros.core.render.mipmap import MipTexture
 from cityseeker_ros.core.render.palette import CAR_COLOURS
 from cityseeker_ros.core.render.walls import Box, WallSet
+from cityseeker_ros.core.streets.graph import StreetGraph
 
 SLOT_M = 7.0
 PAVEMENT_M = 2.2  # must match the pavement band the compositor draws along walls

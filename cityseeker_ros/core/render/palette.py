@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from cityseeker_ros.core.text import brand_key
+from cityseeker_ros.core.infra.text import brand_key
 
 RGB = tuple[int, int, int]
 

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageFilter
 
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.graph import StreetGraph
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.render.boards import BoardCache
 from cityseeker_ros.core.render.camera import Pose, camera_model
 from cityseeker_ros.core.render.caster import cast_walls
@@ -33,6 +32,7 @@ from cityseeker_ros.core.render.signs import place_boards
 from cityseeker_ros.core.render.textures import texture_table
 from cityseeker_ros.core.render.view import RenderedView, VisibleSign
 from cityseeker_ros.core.render.walls import WallSet
+from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.worlds.scene import Scene
 
 RENDERER_VERSION = "2"  # 2: long names never cut (two lines, abbreviations); no camera inside a footprint

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.core.errors import ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 
 DEFAULT_FONT = "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"
 

@@ -8,10 +8,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from cityseeker_ros.core.episode import PAPER_CATEGORIES
-from cityseeker_ros.core.errors import ConfigError, DataError
-from cityseeker_ros.core.graph import StreetGraph
-from cityseeker_ros.core.results import sha256_file
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.infra.files import sha256_file
+from cityseeker_ros.core.streets.graph import StreetGraph
+from cityseeker_ros.core.tasks.episode import PAPER_CATEGORIES
 from cityseeker_ros.core.worlds.folder import OSM_CREDIT, OSM_LICENSE, write_world
 from cityseeker_ros.core.worlds.osm import BBox, build_osm_world
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES, default_cache_dir, fetch_source

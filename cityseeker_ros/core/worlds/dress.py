@@ -29,8 +29,8 @@ from scipy.spatial import cKDTree
 from shapely.geometry import LineString, Point, Polygon
 
 from cityseeker_ros.core.datasets.cityseeker import CONNECTIONS, QUESTIONS, load_city
-from cityseeker_ros.core.episode import CATEGORY_NAMES, World
-from cityseeker_ros.core.results import sha256_file
+from cityseeker_ros.core.infra.files import sha256_file
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, World
 from cityseeker_ros.core.worlds.folder import write_world
 from cityseeker_ros.core.worlds.needs import (
     ABSTRACT,
@@ -45,7 +45,7 @@ from cityseeker_ros.core.worlds.needs import (
     nearest,
 )
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
-from cityseeker_ros.core.worlds.tasks import Task, TaskSet, TaskSettings
+from cityseeker_ros.core.worlds.tasks import TaskSet, TaskSettings, WorldTask
 
 DRESS_VERSION = "1"
 
@@ -800,9 +800,9 @@ def write_dressed_world(data_folder: Path, out_dir: Path, *, seed: int = 0, name
     for e in world.episodes:
         route = e.reference_path
         length = sum(graph.distance_m(a, b) for a, b in zip(route, route[1:]))
-        tasks.append(Task(e.episode_id, code[e.category], e.request, e.instruction, e.difficulty, e.start, e.target,
-                          dressing.goal_pois[(e.request, e.target)], route, round(length, 2), split="test",
-                          stage_goals=e.stage_goals))
+        tasks.append(WorldTask(e.episode_id, code[e.category], e.request, e.instruction, e.difficulty, e.start,
+                               e.target, dressing.goal_pois[(e.request, e.target)], route, round(length, 2),
+                               split="test", stage_goals=e.stage_goals))
     satisfying = {r: sum(s.satisfied_by(p) for p in dressing.scene.pois) for r, s in dressing.specs.items()}
     task_set = TaskSet(TaskSettings(seed=seed), tasks,
                        {r: sorted(nodes) for r, nodes in sorted(world.category_targets.items())}, satisfying)

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cityseeker_ros import __version__
-from cityseeker_ros.core.episode import CATEGORY_NAMES, Episode, World
-from cityseeker_ros.core.errors import DataError
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph, same_edge
-from cityseeker_ros.core.jsonfile import read_json_file
-from cityseeker_ros.core.results import replace_folder, sha256_file
+from cityseeker_ros.core.infra.errors import DataError
+from cityseeker_ros.core.infra.files import replace_folder, sha256_file
+from cityseeker_ros.core.infra.jsonfile import read_json_file
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph, same_edge
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, Episode, World
 from cityseeker_ros.core.worlds.scene import Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from cityseeker_ros.core.text import brand_key
+from cityseeker_ros.core.infra.text import brand_key
 from cityseeker_ros.core.worlds.scene import Poi
 
 # Paper categories, keyed by the release's codes so generated worlds read like the release.

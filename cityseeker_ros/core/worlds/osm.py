@@ -46,9 +46,9 @@ from scipy.spatial import cKDTree
 from shapely.geometry import LineString, Polygon
 from shapely.geometry.polygon import orient
 
-from cityseeker_ros.core.errors import ConfigError, DataError
-from cityseeker_ros.core.geodesy import WGS84, LocalFrame, normalize_heading
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.streets.geodesy import WGS84, LocalFrame, normalize_heading
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.worlds.needs import brand_name, brand_spellings
 from cityseeker_ros.core.worlds.scene import XY, Building, Poi, Scene
 

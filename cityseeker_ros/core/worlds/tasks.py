@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from cityseeker_ros.core.episode import CATEGORY_NAMES, difficulty_of
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.graph import StreetGraph
-from cityseeker_ros.core.transition import ActionModel
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.streets.graph import StreetGraph
+from cityseeker_ros.core.streets.transition import ActionModel
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, difficulty_of
 from cityseeker_ros.core.worlds.needs import Need, needs_for
 from cityseeker_ros.core.worlds.scene import Poi
 
@@ -42,7 +42,7 @@ class TaskSettings:
 
 
 @dataclass(frozen=True)
-class Task:
+class WorldTask:
     id: str
     category: str  # release code, e.g. "question7"
     request: str
@@ -64,7 +64,7 @@ class Task:
 @dataclass
 class TaskSet:
     settings: TaskSettings
-    tasks: list[Task]
+    tasks: list[WorldTask]
     category_targets: dict[str, list[str]]  # request -> target nodes of every satisfying POI (TCC)
     satisfying_pois: dict[str, int] = field(default_factory=dict)  # request -> count, zero when absent
 
@@ -87,7 +87,7 @@ def generate_tasks(name: str, graph: StreetGraph, pois: list[Poi], settings: Tas
     rng = np.random.default_rng(settings.seed)
     actions = ActionModel(graph)
     reverse = _reverse_adjacency(graph, actions)
-    tasks: list[Task] = []
+    tasks: list[WorldTask] = []
     targets: dict[str, list[str]] = {}
     satisfying: dict[str, int] = {}
     hops_to: dict[str, dict[str, int]] = {}  # target -> starts within max_steps; shared by the needs
@@ -151,7 +151,7 @@ def _hops_to(target: str, reverse: dict[str, list[str]], limit: int | None = Non
 
 def _tasks_for(need: Need, chosen: list[Poi], graph: StreetGraph, actions: ActionModel,
                reverse: dict[str, list[str]], settings: TaskSettings, rng: np.random.Generator,
-               hops_to: dict[str, dict[str, int]]) -> list[Task]:
+               hops_to: dict[str, dict[str, int]]) -> list[WorldTask]:
     """Tasks for one need. Only targets within max_steps of a start can make it a start (as its
     nearest, or as the equally near rival that rules it out), so each target's search stops at
     max_steps and a start ranks only the targets that reached it: the cost follows the budget's
@@ -179,7 +179,7 @@ def _tasks_for(need: Need, chosen: list[Poi], graph: StreetGraph, actions: Actio
             continue  # two equally near targets: "the nearest" would be ambiguous
         by_target[ranked[0][1]].append(s)
 
-    found: list[Task] = []
+    found: list[WorldTask] = []
     order = list(by_target)
     rng.shuffle(order)
     pools = {t: list(rng.permutation(by_target[t])) for t in order}
@@ -195,23 +195,23 @@ def _tasks_for(need: Need, chosen: list[Poi], graph: StreetGraph, actions: Actio
 
 
 def _route_task(need: Need, start: str, target: str, poi_id: str, graph: StreetGraph, actions: ActionModel,
-                seen_from: dict[str, set[str]], settings: TaskSettings) -> Task | None:
+                seen_from: dict[str, set[str]], settings: TaskSettings) -> WorldTask | None:
     path = graph.shortest_path(start, target)
     if not settings.min_steps <= len(path) - 1 <= settings.max_steps or not actions.route_executable(path):
         return None
     if any(seen_from.get(n, set()) - {poi_id} for n in path):
         return None  # another satisfying place is in sight on the way: the target would not be "the nearest"
     length = sum(graph.distance_m(a, b) for a, b in zip(path, path[1:]))
-    return Task("", need.category, need.request, need.instruction, difficulty_of(len(path) - 1),
+    return WorldTask("", need.category, need.request, need.instruction, difficulty_of(len(path) - 1),
                 start, target, poi_id, tuple(path), round(length, 2))
 
 
-def _numbered(name: str, tasks: list[Task]) -> list[Task]:
+def _numbered(name: str, tasks: list[WorldTask]) -> list[WorldTask]:
     ordered = sorted(tasks, key=lambda t: (list(CATEGORY_NAMES).index(t.category), t.request, t.start))
     return [replace(t, id=f"{name}-{i:04d}") for i, t in enumerate(ordered)]
 
 
-def _split(tasks: list[Task], settings: TaskSettings, rng: np.random.Generator) -> list[Task]:
+def _split(tasks: list[WorldTask], settings: TaskSettings, rng: np.random.Generator) -> list[WorldTask]:
     by_category: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(tasks):
         by_category[t.category].append(i)

@@ -11,8 +11,8 @@ from cityseeker_ros.cli import main
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.datasets.cityseeker import load_city
 from cityseeker_ros.core.datasets.problems import Problems
-from cityseeker_ros.core.errors import ConfigError, DataError
-from cityseeker_ros.core.geodesy import geodesic_m
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.streets.geodesy import geodesic_m
 from tests.conftest import tiny_layout, write_city
 
 

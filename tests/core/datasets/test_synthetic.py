@@ -20,11 +20,11 @@ import pytest
 
 from cityseeker_ros.core.datasets import synthetic
 from cityseeker_ros.core.datasets.synthetic import WORLD_FILES, synthesize_world
-from cityseeker_ros.core.episode import CATEGORY_NAMES
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.geodesy import circular_difference, geodesic_m
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
-from cityseeker_ros.core.transition import ActionModel
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.streets.geodesy import circular_difference, geodesic_m
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.streets.transition import ActionModel
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES
 
 
 def read(folder: Path, name: str) -> Any:

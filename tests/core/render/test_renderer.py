@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from PIL import Image, features
 
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.render import RENDERER_VERSION, Renderer, RenderSettings, save_png
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
 
 M_PER_DEG_LAT = 110574.3  # metres per degree of latitude at the equator (WGS84)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cityseeker_ros.core.geodesy import destination
-from cityseeker_ros.core.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
 
 

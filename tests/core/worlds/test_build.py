@@ -9,11 +9,12 @@ import pytest
 from PIL import Image
 
 from cityseeker_ros.cli import main
-from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.episode import PAPER_CATEGORIES
-from cityseeker_ros.core.geodesy import initial_bearing_deg
-from cityseeker_ros.core.views import make_view_source
+from cityseeker_ros.core.evaluation.benchmark import Benchmark
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.sensing.views import make_view_source
+from cityseeker_ros.core.streets.geodesy import initial_bearing_deg
+from cityseeker_ros.core.tasks.episode import PAPER_CATEGORIES
 from cityseeker_ros.core.worlds.build import build_world
 from cityseeker_ros.core.worlds.folder import FILES, OSM_CREDIT, load_scene, read_metadata
 

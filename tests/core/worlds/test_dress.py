@@ -14,9 +14,10 @@ import pytest
 from shapely import STRtree, points
 from shapely.geometry import Point, Polygon
 
-from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
 from cityseeker_ros.core.datasets.cityseeker import load_city
-from cityseeker_ros.core.episode import CATEGORY_NAMES
+from cityseeker_ros.core.evaluation.benchmark import Benchmark
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES
 from cityseeker_ros.core.worlds.dress import (
     FILLER_PREFIX,
     FILLERS,

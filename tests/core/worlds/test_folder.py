@@ -6,9 +6,10 @@ import json
 import pytest
 
 from cityseeker_ros.cli import main
-from cityseeker_ros.core.benchmark import Benchmark, BenchmarkConfig
 from cityseeker_ros.core.datasets import city_folders, load_dataset
-from cityseeker_ros.core.errors import ConfigError, DataError
+from cityseeker_ros.core.evaluation.benchmark import Benchmark
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
 from cityseeker_ros.core.worlds.folder import OSM_CREDIT, load_graph, load_scene, read_metadata, write_world
 from cityseeker_ros.core.worlds.tasks import TaskSettings, generate_tasks
 

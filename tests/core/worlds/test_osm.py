@@ -13,8 +13,8 @@ import pytest
 import shapely
 from shapely.geometry import Polygon
 
-from cityseeker_ros.core.errors import ConfigError, DataError
-from cityseeker_ros.core.geodesy import circular_difference
+from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.streets.geodesy import circular_difference
 from cityseeker_ros.core.worlds import osm_sources
 from cityseeker_ros.core.worlds.osm import build_osm_world, parse_height
 from cityseeker_ros.core.worlds.osm_sources import PackagedSource, default_cache_dir, fetch_source

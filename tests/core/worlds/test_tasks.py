@@ -1,10 +1,10 @@
-"""Task generation on the hand-made line world, where every valid start can be counted."""
+"""WorldTask generation on the hand-made line world, where every valid start can be counted."""
 from __future__ import annotations
 
 import pytest
 
-from cityseeker_ros.core.errors import ConfigError
-from cityseeker_ros.core.transition import ActionModel
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.streets.transition import ActionModel
 from cityseeker_ros.core.worlds.needs import LATENT, NEEDS, Need, brand_needs, nearest
 from cityseeker_ros.core.worlds.tasks import TaskSettings, generate_tasks, why_no_tasks
 
@@ -91,7 +91,7 @@ def test_bad_settings_name_the_field(line_world, settings):
 
 
 def test_why_no_tasks_names_the_cause(line_world):
-    from cityseeker_ros.core.graph import StreetGraph
+    from cityseeker_ros.core.streets.graph import StreetGraph
     from tests.core.worlds.conftest import line_graph, poi
 
     graph, scene = line_world

@@ -1,0 +1,403 @@
+"""The VLM agent: the paper's prompts, a tolerant parser, one bounded retry, a counted fallback.
+
+Two-call mode is the paper's protocol: the stop prompt, then the choice prompt unless the model
+stopped. Single-call mode asks both in one prompt. A reply that cannot be read is retried with
+the parser's error told to the model; when the retry fails too the policy falls back (the
+paper's rule is action 0) and the step log says so. A backend failure is not a parse failure:
+BackendError propagates and the benchmark ends that episode with end reason `error`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+import numpy as np
+
+from cityseeker_ros.core.agents.policies.base import POLICIES, Decision, Policy, PromptContext
+from cityseeker_ros.core.agents.vlm.backend import BACKENDS, Backend, BackendError, GenerationRequest, make_backend
+from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS
+from cityseeker_ros.core.agents.vlm.prompt_profiles import PromptProfile, get_profile, mirror
+from cityseeker_ros.core.agents.vlm.prompts import prompt_hash
+from cityseeker_ros.core.agents.vlm.schema import ParsedDecision
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.redact import redact
+from cityseeker_ros.core.streets.geodesy import circular_difference
+from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, move
+from cityseeker_ros.core.tasks.episode import Episode, World
+
+MODES = ("two-call", "single-call")
+FALLBACKS = ("first", "forward", "stop")
+STOP_VIEWS = ("panorama", "views")  # what the stop prompt shows: the node's panorama where one exists, or the views
+
+_Builder = Callable[[Observation, Optional[PromptContext], int, Optional[np.ndarray]], GenerationRequest]
+_Parser = Callable[[str, Observation], ParsedDecision]
+
+
+def _calls(profile: PromptProfile) -> dict[str, tuple[Optional[_Builder], Optional[_Parser]]]:
+    return {"stop": (profile.stop, profile.parse_stop), "choice": (profile.choice, profile.parse_choice),
+            "single": (profile.single, profile.parse_single)}
+
+
+def _swap_red_blue(request: GenerationRequest) -> GenerationRequest:
+    """The reference's colour order (it JPEG-encodes RGB arrays as BGR): only for reproducing it."""
+    messages = tuple(replace(m, content=tuple(np.ascontiguousarray(c[..., ::-1]) if isinstance(c, np.ndarray)
+                                              else c for c in m.content)) for m in request.messages)
+    return replace(request, messages=messages)
+
+
+@dataclass
+class _Step:
+    """One observation's decision in the making, and what its log record needs."""
+
+    obs: Observation
+    context: PromptContext
+    action: Optional[Action] = None
+    decision: Optional[ParsedDecision] = None
+    stop_check: Optional[ParsedDecision] = None
+    hashes: list[str] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    retries: int = 0
+    cut_replies: int = 0  # replies longer than parsing.MAX_CHARS, of which only the head was read and kept
+    fallback: bool = False
+    parse_error: Optional[str] = None
+    stop_input: Optional[str] = None  # "panorama" or "views": what the stop prompt showed
+    preprocess_s: float = 0.0
+    generate_s: float = 0.0
+    parse_s: float = 0.0
+    prompt_tokens: Optional[int] = None
+    completion_tokens: Optional[int] = None
+
+
+def _add(total: Optional[int], more: Optional[int]) -> Optional[int]:
+    return more if total is None else total if more is None else total + more
+
+
+def _decision_dict(parsed: Optional[ParsedDecision], action: Action) -> dict[str, Any]:
+    return {"action": action.index,
+            "confidence": parsed.confidence if parsed is not None else 0.0,
+            "thoughts": parsed.thoughts if parsed is not None else "",
+            "observations": [o.model_dump() for o in parsed.observations] if parsed is not None else []}
+
+
+_SHARED_BACKENDS: dict[tuple[str, str], Backend] = {}
+
+
+@POLICIES.register("vlm")
+class VlmPolicy(Policy):
+    """A VLM chooses among the walkable views, or stops.
+
+    `backend` names a registered backend, made on first use with `backend_params` (and
+    `model=model` when given), so a parent process that only configures the run loads no model.
+    The name is checked at construction: an unknown one fails at start-up listing the known
+    backends. Tests and callers that share one loaded model pass `backend_instance` instead;
+    the policy then never closes it.
+
+    `fallback` after `retries` failed re-asks: "first" is view 0 (the paper's action 0),
+    "forward" the view closest to the direction of travel, "stop" stops. In two-call mode an
+    unreadable stop reply falls back to continuing (the paper's action 0 of the stop prompt),
+    or to stopping under "stop".
+
+    `prompt_profile` names the prompts ("improved", or "paper" for the paper's protocol: two
+    calls at every step, two-call mode only); `stop_view` "panorama" shows the stop prompt the
+    node's panorama where the view source has one, "views" the per-heading views. Switches for
+    reproducing the reference exactly, off by default: `json_schema` false sends no output
+    schema, `swap_red_blue` sends images with red and blue swapped, `swap_left_right` labels
+    clockwise views LEFT. docs/fidelity.md says what each changes.
+    """
+
+    uses_images = True
+    accepts_context = True
+
+    def __init__(self, backend: Optional[str] = None, model: Optional[str] = None,
+                 backend_params: Optional[dict[str, Any]] = None, mode: str = "two-call", max_new_tokens: int = 512,
+                 retries: int = 1, fallback: str = "first", prompt_profile: str = "improved",
+                 stop_view: str = "panorama", json_schema: bool = True, swap_red_blue: bool = False,
+                 swap_left_right: bool = False, *, backend_instance: Optional[Backend] = None) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"vlm policy: mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.profile = get_profile(prompt_profile)
+        if mode == "single-call" and self.profile.single is None:
+            raise ConfigError(f"vlm policy: prompt_profile {prompt_profile!r} has no single-call form; "
+                              "use mode two-call")
+        if stop_view not in STOP_VIEWS:
+            raise ConfigError(f"vlm policy: stop_view must be one of {', '.join(STOP_VIEWS)}, got {stop_view!r}")
+        for name, flag in (("json_schema", json_schema), ("swap_red_blue", swap_red_blue),
+                           ("swap_left_right", swap_left_right)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"vlm policy: {name} must be true or false, got {flag!r}")
+        if fallback not in FALLBACKS:
+            raise ConfigError(f"vlm policy: fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
+        for name, value, least in (("retries", retries, 0), ("max_new_tokens", max_new_tokens, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"vlm policy: {name} must be an integer >= {least}, got {value!r}")
+        if backend_params is not None and not isinstance(backend_params, dict):
+            raise ConfigError(f"vlm policy: backend_params must be a mapping, got {backend_params!r}")
+        params = dict(backend_params or {})
+        if model is not None:
+            if "model" in params:
+                raise ConfigError("vlm policy: give the model once, as model or in backend_params, not both")
+            params["model"] = model
+        if backend_instance is not None:
+            if not isinstance(backend_instance, Backend):
+                raise ConfigError(f"vlm policy: backend_instance must be a Backend, got {type(backend_instance)}")
+        elif backend is None:
+            raise ConfigError(f"vlm policy: name a backend; known: {', '.join(BACKENDS.names()) or '(none)'}")
+        else:
+            BACKENDS.get(backend)  # an unknown name fails now, listing the known ones
+        self.backend_name = backend if backend is not None else backend_instance.name
+        self.backend_params = params
+        self.mode = mode
+        self.max_new_tokens = max_new_tokens
+        self.retries = retries
+        self.fallback = fallback
+        self.stop_view = stop_view
+        self.json_schema, self.swap_red_blue, self.swap_left_right = json_schema, swap_red_blue, swap_left_right
+        self._calls = _calls(self.profile)
+        self._backend = backend_instance
+        self._owns_backend = backend_instance is None
+        self._records: list[dict[str, Any]] = []
+
+    @classmethod
+    def shows_panorama(cls, params: dict[str, Any]) -> bool:
+        return params.get("stop_view", "panorama") == "panorama"
+
+    @property
+    def backend(self) -> Backend:
+        """Made on first use; policies with the same backend settings in one process share it,
+        so lockstep episodes (`act_together`) load a model once."""
+        if self._backend is None:
+            key = (self.backend_name, json.dumps(self.backend_params, sort_keys=True, default=str))
+            if key not in _SHARED_BACKENDS:
+                _SHARED_BACKENDS[key] = make_backend(self.backend_name, **self.backend_params)
+            self._backend = _SHARED_BACKENDS[key]
+        return self._backend
+
+    def prepare(self) -> None:
+        self.backend  # noqa: B018 - loads the model or checks the server now
+
+    def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
+        super().reset(episode, rng, world)
+        self._records = []
+
+    def act(self, observation: Observation, context: Optional[PromptContext] = None) -> Action:
+        return self.act_batch([observation], [context])[0]
+
+    def act_batch(self, observations: Sequence[Observation],
+                  contexts: Optional[Sequence[Optional[PromptContext]]] = None) -> list[Action]:
+        """One request per observation in each `generate` call (two-call mode makes a stop
+        round, then a choice round for those that went on; retries are further rounds).
+        Records land in one step log in order; observations of different episodes need one
+        policy each (they may share a backend through `backend_instance`)."""
+        started = time.perf_counter()
+        contexts = list(contexts) if contexts is not None else [None] * len(observations)
+        if len(contexts) != len(observations):
+            raise ValueError(f"{len(contexts)} contexts for {len(observations)} observations")
+        steps = [_Step(self._shown(obs), self._context(obs, ctx)) for obs, ctx in zip(observations, contexts)]
+        self._decide(steps)
+        total = time.perf_counter() - started
+        for step in steps:
+            self._records.append(self._record(step, total))
+        return [step.action for step in steps]  # type: ignore[misc]
+
+    @classmethod
+    def act_together(cls, policies: Sequence[Policy], observations: Sequence[Observation]) -> list[Action]:
+        """One decision per policy (each in its own episode), asked in shared batched calls to
+        the first policy's backend; each policy logs its own step."""
+        return [d.action for d in cls.decide_together(policies, observations, [None] * len(policies))]
+
+    @classmethod
+    def decide_together(cls, policies: Sequence[Policy], observations: Sequence[Observation],
+                        contexts: Sequence[Optional[PromptContext]]) -> list[Decision]:
+        if not all(isinstance(p, VlmPolicy) for p in policies):
+            return super().decide_together(policies, observations, contexts)
+        lead: VlmPolicy = policies[0]  # type: ignore[assignment]
+        started = time.perf_counter()
+        steps = [_Step(p._shown(obs), p._context(obs, ctx))  # type: ignore[union-attr]
+                 for p, obs, ctx in zip(policies, observations, contexts)]
+        lead._decide(steps)
+        total = time.perf_counter() - started
+        for policy, step in zip(policies, steps):
+            policy._records.append(policy._record(step, total))  # type: ignore[union-attr]
+        return [Decision(step.action, *p.explain()) for p, step in zip(policies, steps)]  # type: ignore[arg-type]
+
+    def decide(self, observation: Observation, context: Optional[PromptContext] = None) -> Decision:
+        return self.decide_together([self], [observation], [context])[0]
+
+    def explain(self) -> tuple[Optional[float], str]:
+        """The parsed confidence and thoughts of the last decision (0 and "" after a fallback)."""
+        if not self._records:
+            return None, ""
+        decision = self._records[-1]["decision"]
+        return float(decision["confidence"]), str(decision["thoughts"])
+
+    def _decide(self, steps: list[_Step]) -> None:
+        for step in steps:
+            if not step.obs.views:
+                step.action = STOP
+                step.problems.append("no walkable view: stopped without asking")
+        asking = [s for s in steps if s.action is None]
+        if self.mode == "two-call":
+            self._ask("stop", asking)
+            for step in asking:
+                self._after_stop_check(step)
+            self._ask("choice", asking if self.profile.always_choose else [s for s in asking if s.action is None])
+        else:
+            self._ask("single", asking)
+        for step in asking:
+            if step.action is None:
+                step.action = self._action(step)
+
+    def _shown(self, obs: Observation) -> Observation:
+        """The observation as the prompts label it (mirrored under `swap_left_right`)."""
+        if not self.swap_left_right:
+            return obs
+        return replace(obs, views=tuple(replace(v, relative=mirror(v.relative)) for v in obs.views))
+
+    def _stop_panorama(self, step: _Step) -> Optional[np.ndarray]:
+        """The node's panorama for the stop prompt, or None (then it shows the views)."""
+        ref = step.obs.panorama if self.stop_view == "panorama" else None
+        image = ref.get() if ref is not None else None
+        step.stop_input = "views" if image is None else "panorama"
+        return image
+
+    def _build(self, kind: str, step: _Step, context: PromptContext) -> GenerationRequest:
+        build = self._calls[kind][0]
+        assert build is not None  # single-call without a single form is refused at construction
+        panorama = self._stop_panorama(step) if kind == "stop" else None
+        request = build(step.obs, context, self.max_new_tokens, panorama)
+        if not self.json_schema:
+            request = replace(request, json_schema=None)
+        return _swap_red_blue(request) if self.swap_red_blue else request
+
+    def _context(self, obs: Observation, context: Optional[PromptContext]) -> PromptContext:
+        context = context or PromptContext()
+        notes = [n for n in (context.feedback, obs.feedback and
+                             f"the environment rejected your previous action: {obs.feedback}") if n]
+        return replace(context, feedback="; ".join(notes) or None)
+
+    def _ask(self, kind: str, steps: list[_Step]) -> None:
+        """Ask `kind` for every step, re-asking the unreadable ones up to `retries` times."""
+        parse = self._calls[kind][1]
+        assert parse is not None
+        pending = steps
+        for attempt in range(self.retries + 1):
+            if not pending:
+                return
+            requests = []
+            for step in pending:
+                context = step.context
+                if attempt:
+                    step.retries += 1
+                    note = (f"your previous reply could not be used ({step.parse_error}); "
+                            "reply with the JSON object only, exactly as specified")
+                    context = replace(context, feedback="; ".join(n for n in (context.feedback, note) if n))
+                requests.append(self._build(kind, step, context))
+            generations = self.backend.generate(requests)
+            if len(generations) != len(requests):
+                raise BackendError(f"backend returned {len(generations)} replies for {len(requests)} requests")
+            unread = []
+            for step, request, generation in zip(pending, requests, generations):
+                step.hashes.append(prompt_hash(request, self.profile.version))
+                step.raw.append(generation.text[:MAX_CHARS])  # what was read; a runaway tail is not kept
+                step.preprocess_s += generation.latency.preprocess_s
+                step.generate_s += generation.latency.generate_s
+                step.prompt_tokens = _add(step.prompt_tokens, generation.prompt_tokens)
+                step.completion_tokens = _add(step.completion_tokens, generation.completion_tokens)
+                t = time.perf_counter()
+                parsed = parse(generation.text, step.obs)
+                step.parse_s += time.perf_counter() - t
+                step.cut_replies += parsed.cut
+                step.problems += [f"{kind}: {p}" for p in parsed.problems]
+                if parsed.ok:
+                    if kind == "stop":
+                        step.stop_check = parsed
+                    elif step.action is None:  # a step already stopped keeps the stop's decision
+                        step.decision = parsed
+                else:
+                    step.problems.append(f"{kind}: attempt {attempt + 1} unusable: {parsed.error}")
+                    if kind == "stop" or step.action is None:  # a stopped step needs no choice
+                        step.parse_error = parsed.error
+                        unread.append(step)
+            pending = unread
+        for step in pending:
+            step.fallback = True
+            step.problems.append(f"{kind}: fell back after {self.retries + 1} unusable replies")
+
+    def _after_stop_check(self, step: _Step) -> None:
+        if step.stop_check is None:  # unreadable: stop only when the fallback says so
+            if self.fallback == "stop":
+                step.action = STOP
+        elif step.stop_check.is_stop:
+            step.action, step.decision = STOP, step.stop_check
+
+    def _action(self, step: _Step) -> Action:
+        decision = step.decision
+        if decision is not None:
+            return STOP if decision.is_stop else move(step.obs.views[decision.action_index].index)
+        step.fallback = True
+        return self._fallback(step.obs)
+
+    def _fallback(self, obs: Observation) -> Action:
+        if self.fallback == "stop":
+            return STOP
+        if self.fallback == "forward":
+            view = min(obs.views, key=lambda v: (abs(circular_difference(v.heading, obs.facing)), v.index))
+            return move(view.index)
+        return move(obs.views[0].index)
+
+    def _record(self, step: _Step, total_s: float) -> dict[str, Any]:
+        assert step.action is not None
+        record: dict[str, Any] = {
+            "step": step.obs.step,
+            "mode": self.mode,
+            "prompt_profile": self.profile.name,
+            "prompt_version": self.profile.version,
+            "prompt_hash": step.hashes[0] if len(step.hashes) == 1 else list(step.hashes),
+            "raw": list(step.raw),
+            "decision": _decision_dict(step.decision, step.action),
+            "retries": step.retries,
+            "cut_replies": step.cut_replies,
+            "fallback": step.fallback,
+            "parse_error": step.parse_error if step.fallback else None,
+            "problems": list(step.problems),
+            "latency_s": {"preprocess": step.preprocess_s, "generate": step.generate_s, "parse": step.parse_s,
+                          "total": total_s},
+            "tokens": {"prompt": step.prompt_tokens, "completion": step.completion_tokens},
+        }
+        if self.mode == "two-call" and step.hashes:
+            check = step.stop_check
+            record["stop_input"] = step.stop_input
+            record["stop_check"] = None if check is None else {
+                "stop": check.is_stop, "confidence": check.confidence, "thoughts": check.thoughts,
+                "observation": check.observations[0].description if check.observations else ""}
+        return record
+
+    def step_records(self) -> list[dict[str, Any]]:
+        """One record per decision since the last reset, for episodes.jsonl."""
+        return list(self._records)
+
+    def describe(self) -> dict[str, Any]:
+        """The backend's description once it exists; before first use, its configuration
+        (describing must not load a model in a process that will never use it)."""
+        if self._backend is not None:
+            base = self._backend.describe()
+        else:
+            params = redact(self.backend_params)  # credentials are never written to results
+            base = {"name": self.backend_name, **params, "loaded": False}
+        return {**base, "policy": "vlm", "prompt_profile": self.profile.name, "prompt_version": self.profile.version,
+                "prompt_template_hash": self.profile.template_hash, "mode": self.mode, "stop_view": self.stop_view,
+                "json_schema": self.json_schema, "swap_red_blue": self.swap_red_blue,
+                "swap_left_right": self.swap_left_right, "retries": self.retries, "fallback": self.fallback,
+                "max_new_tokens": self.max_new_tokens}
+
+    def close(self) -> None:
+        """Release a backend this policy made; an injected one belongs to the caller."""
+        if self._backend is not None and self._owns_backend:
+            for key in [k for k, b in _SHARED_BACKENDS.items() if b is self._backend]:
+                del _SHARED_BACKENDS[key]
+            self._backend.close()
+            self._backend = None

@@ -1,0 +1,294 @@
+"""Prompt profiles by name: `improved` (prompts.py, the default) and `paper` (here).
+
+`paper` is the protocol of the paper (appendix C.2) in the message layout of the authors'
+reference code: user messages only, in order instruction, output format, example, the
+slots, the request, then the images unlabelled in one message; the stop prompt shows the
+node's panorama; both calls are made at every step; the action is a letter and a bare number
+in a reply counts from 0. The wording is the appendix's; docs/fidelity.md lists what the
+reference code says differently and every other difference. Our fixes (RGB order, correct
+LEFT/RIGHT, the JSON schema with a retry) apply to both profiles; switches in the policy turn
+them off for an exact reproduction.
+
+A profile's `template_hash` is the prompt hash of its requests for one fixed synthetic step,
+so any change of wording, order, layout or schema changes it; results record it.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Optional
+
+import numpy as np
+
+from cityseeker_ros.core.agents.policies.base import PromptContext
+from cityseeker_ros.core.agents.vlm import prompts
+from cityseeker_ros.core.agents.vlm.backend import Content, GenerationRequest, Message
+from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS, parse_choice, parse_single, parse_stop
+from cityseeker_ros.core.agents.vlm.schema import LETTERS, ParsedDecision
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.streets.directions import RelativeDirection
+from cityseeker_ros.core.tasks.environment import Observation, View
+
+# (observation, context, max_new_tokens, panorama or None) -> request
+Builder = Callable[[Observation, Optional[PromptContext], int, Optional[np.ndarray]], GenerationRequest]
+Parser = Callable[[str, Observation], ParsedDecision]
+
+PAPER_VERSION = "cityseeker-paper/1"
+
+
+@dataclass(frozen=True)
+class PromptProfile:
+    name: str
+    version: str
+    stop: Builder
+    choice: Builder
+    single: Optional[Builder]  # None: the profile has no single-call form
+    parse_stop: Parser
+    parse_choice: Parser
+    parse_single: Optional[Parser]
+    always_choose: bool  # ask the choice prompt even when the stop prompt stopped (the paper's two calls)
+
+    @property
+    def template_hash(self) -> str:
+        return _template_hash(self.name)
+
+
+def _directions(obs: Observation) -> list[str]:
+    return [v.relative.value for v in obs.views]
+
+
+# --- improved: prompts.py --------------------------------------------------------------------
+
+def _improved_stop(obs: Observation, context: Optional[PromptContext], max_new_tokens: int,
+                   panorama: Optional[np.ndarray]) -> GenerationRequest:
+    return prompts.stop_prompt(obs, context, max_new_tokens, panorama=panorama)
+
+
+IMPROVED = PromptProfile(
+    name="improved", version=prompts.PROMPT_VERSION,
+    stop=_improved_stop,
+    choice=lambda obs, ctx, n, pano: prompts.choice_prompt(obs, ctx, n),
+    single=lambda obs, ctx, n, pano: prompts.single_prompt(obs, ctx, n),
+    parse_stop=lambda text, obs: parse_stop(text),
+    parse_choice=lambda text, obs: parse_choice(text, len(obs.views), _directions(obs)),
+    parse_single=lambda text, obs: parse_single(text, len(obs.views), _directions(obs)),
+    always_choose=False)
+
+
+# --- paper: appendix C.2 ---------------------------------------------------------------------
+
+_STOP_INSTRUCTION = (
+    "Instruction: You are a helpful robot that analyses images according to question and helps them find the way "
+    "to reach their destination. Given the question, state whether the scene content satisfies the user's "
+    "requirement.")
+_STOP_OUTPUT = {"overall_observation": "There are residential buildings, a bookstore, and a bus station.",
+                "thoughts": "I am hungry, so I should find a restaurant. No restaurant here, keep going.",
+                "action": 0}
+_CHOICE_OUTPUT = {
+    "perspective_observation": {
+        "A": "A narrow side street with no shops or amenities nearby.",
+        "B": "A broad avenue lined with numerous office buildings, suggesting a higher chance of restaurants and "
+             "other services."},
+    "thoughts": "I'm hungry and need the route most likely to lead to food. The broad avenue (B) lined with office "
+                "buildings is much more likely to have restaurants, while the narrow side street (A) lacks any "
+                "amenities. Therefore, I should head toward B.",
+    "action": "B", "score": 0.78}
+
+
+def _example(n_images: int, output: dict[str, Any]) -> str:
+    """The appendix's example: a text and `n_images` images in, the JSON reply out."""
+    parts = ['  {"type": "text", "text": "I am hungry"}'] + ['  {"type": "image_url", "image_url": "..."}'] * n_images
+    return "Example:\nInput:\n[\n" + ",\n".join(parts) + "\n]\nOutput:\n" + json.dumps(output, indent=2)
+
+
+_STOP_EXAMPLE = (_example(1, _STOP_OUTPUT) + "\nIf you think you have already arrived at the destination, output "
+                 "action -1 for stop; otherwise 0.\nNow it's your turn.\nInput:")
+_CHOICE_INSTRUCTION = (
+    "Instruction: You are a helpful robot that analyses multiple candidate images and selects the one that best "
+    "answers the user's question. Return its index (A, B, C ...) together with a confidence score in [0, 1].")
+_CHOICE_EXAMPLE = _example(2, _CHOICE_OUTPUT)
+
+
+def paper_stop_schema() -> dict[str, Any]:
+    """The stop reply of the appendix's example, with the confidence score its text announces."""
+    return {"type": "object", "title": "StopReply",
+            "properties": {"overall_observation": {"type": "string"}, "thoughts": {"type": "string"},
+                           "action": {"type": "integer", "enum": [-1, 0]},
+                           "score": {"type": "number", "minimum": 0, "maximum": 1}},
+            "required": ["overall_observation", "thoughts", "action", "score"]}
+
+
+def paper_choice_schema(n_views: int) -> dict[str, Any]:
+    letters = list(LETTERS[:n_views])
+    return {"type": "object", "title": "ChoiceReply",
+            "properties": {"perspective_observation": {"type": "object",
+                                                       "properties": {k: {"type": "string"} for k in letters},
+                                                       "required": letters},
+                           "thoughts": {"type": "string"},
+                           "action": {"type": "string", "enum": letters},
+                           "score": {"type": "number", "minimum": 0, "maximum": 1}},
+            "required": ["perspective_observation", "thoughts", "action", "score"]}
+
+
+def _format(schema: dict[str, Any]) -> str:
+    """{format_instructions}: our own sentence and the schema (the reference used its library's text)."""
+    return ("Output Format: Reply with one JSON object that conforms to this JSON schema:\n"
+            + json.dumps(schema, ensure_ascii=False))
+
+
+def _query(obs: Observation) -> str:
+    return f"{obs.instruction}\nYou are now at viewpoint {obs.node}."
+
+
+def _images(obs: Observation) -> tuple[Content, ...]:
+    """The views' images in order, unlabelled as in the reference; a view without one says so."""
+    return tuple(prompts.view_image(v) if v.image is not None else f"(no image for perspective {LETTERS[i]})"
+                 for i, v in enumerate(obs.views))
+
+
+def _user(*content: Content) -> Message:
+    return Message("user", tuple(content))
+
+
+def _feedback(context: PromptContext) -> list[Message]:
+    """Our retry's note (a fix the paper does not have), last, so the paper's layout stays intact."""
+    text = (context.feedback or "").strip()
+    return [_user(f"Note about your previous answer: {text}")] if text else []
+
+
+def _slot(text: Optional[str], template: str = "{}") -> list[Message]:
+    return [_user(template.format(text.strip()))] if text and text.strip() else []
+
+
+def paper_stop(obs: Observation, context: Optional[PromptContext] = None, max_new_tokens: int = 512,
+               panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+    """Instruction, format, example, the request, {backtrack_prompt}, the panorama (or, where
+    the view source has none, the views), each a user message."""
+    context = context or PromptContext()
+    scene = (prompts.panorama_image(panorama),) if panorama is not None else _images(obs)
+    schema = paper_stop_schema()
+    messages = [_user(_STOP_INSTRUCTION), _user(_format(schema)), _user(_STOP_EXAMPLE), _user(_query(obs)),
+                *_slot(context.backtrack), _user(*scene), *_feedback(context)]
+    return GenerationRequest(tuple(messages), max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
+
+
+def _direction_prompt(obs: Observation) -> str:
+    return json.dumps({LETTERS[i]: v.relative.value for i, v in enumerate(obs.views)})
+
+
+def paper_choice(obs: Observation, context: Optional[PromptContext] = None, max_new_tokens: int = 512,
+                 panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+    """Instruction, format, example, {perspective_prompt}, {direction_prompt}, the BCR slots,
+    the request, the views unlabelled in order, each a user message."""
+    prompts.check_views(obs)
+    context = context or PromptContext()
+    n = len(obs.views)
+    schema = paper_choice_schema(n)
+    messages = [
+        _user(_CHOICE_INSTRUCTION), _user(_format(schema)), _user(_CHOICE_EXAMPLE),
+        _user(f"There are {n} perspectives. Make sure the number of observations equals the number of "
+              "perspectives provided."),
+        _user(f"{_direction_prompt(obs)}. Prioritise the FORWARD, LEFT, and RIGHT directions; move BACK only if "
+              "no better option exists."),
+        *_slot(context.backtrack),
+        *_slot(context.surroundings, "Historical context from previous rounds: {}."),
+        *_slot(context.history, "Visit trajectory so far: {}."),
+        _user(_query(obs)), _user(*_images(obs)), *_feedback(context)]
+    return GenerationRequest(tuple(messages), max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
+
+
+# No two quantifiers share a character (ws* (marks+ ws*)? rather than ws* marks* ws*): linear time.
+_NUMBER_ACTION = re.compile(r"""["']?action["']?\s*[:=]\s*(?:["'*`]+\s*)?(\d{1,5})\s*(?:["'*`]+\s*)?[,}\n]""", re.I)
+
+
+def parse_choice_zero_based(reply: Any, n_views: int, directions: Sequence[str] = ()) -> ParsedDecision:
+    """parse_choice, except that a bare number is a 0-based index (the reference's prompt asks
+    for "its index like 0" and reads numbers so): 0 is A, 1 is B. parse_choice reads numbers
+    1-based (0 also A); when it read the same number, its view moves up by one."""
+    parsed = parse_choice(reply, n_views, directions)
+    m = _NUMBER_ACTION.search(reply, 0, MAX_CHARS) if isinstance(reply, str) else None  # the head the parser read
+    if m is None:
+        return parsed
+    k = int(m.group(1))
+    one_based = max(k - 1, 0)
+    if parsed.ok and parsed.action_index != one_based:
+        return parsed  # the parser took another field as the answer; leave its reading alone
+    problems = [p for p in parsed.problems if not p.startswith(f"action {k}") and not p.startswith(f"action '{k}'")]
+    if k >= n_views:
+        return ParsedDecision(None, 0.0, parsed.thoughts, parsed.observations, problems,
+                              error=f"action {k} is out of range: 0..{n_views - 1} (0-based)", cut=parsed.cut)
+    if not parsed.ok:
+        return parsed
+    if k:
+        problems.append(f"action {k} read 0-based as view {LETTERS[k]}")
+    return ParsedDecision(k, parsed.confidence, parsed.thoughts, parsed.observations, problems, cut=parsed.cut)
+
+
+PAPER = PromptProfile(
+    name="paper", version=PAPER_VERSION, stop=paper_stop, choice=paper_choice, single=None,
+    parse_stop=lambda text, obs: parse_stop(text),
+    parse_choice=lambda text, obs: parse_choice_zero_based(text, len(obs.views), _directions(obs)),
+    parse_single=None, always_choose=True)
+
+PROFILES: dict[str, PromptProfile] = {p.name: p for p in (IMPROVED, PAPER)}
+
+
+def get_profile(name: str) -> PromptProfile:
+    try:
+        return PROFILES[str(name)]
+    except KeyError:
+        raise ConfigError(f"vlm policy: prompt_profile must be one of {', '.join(PROFILES)}, got {name!r}") from None
+
+
+# --- the reference's labels (swap_left_right) ------------------------------------------------
+
+_MIRROR = {RelativeDirection.LEFT: RelativeDirection.RIGHT, RelativeDirection.RIGHT: RelativeDirection.LEFT,
+           RelativeDirection.FRONT_LEFT: RelativeDirection.FRONT_RIGHT,
+           RelativeDirection.FRONT_RIGHT: RelativeDirection.FRONT_LEFT,
+           RelativeDirection.BACK_LEFT: RelativeDirection.BACK_RIGHT,
+           RelativeDirection.BACK_RIGHT: RelativeDirection.BACK_LEFT}
+
+
+def mirror(direction: RelativeDirection) -> RelativeDirection:
+    """LEFT for RIGHT and back: the reference's labels (its RIGHT is counter-clockwise)."""
+    return _MIRROR.get(direction, direction)
+
+
+# --- recording -------------------------------------------------------------------------------
+
+def _canonical_step() -> tuple[Observation, np.ndarray]:
+    """One fixed step, images included, that every profile renders for its template hash."""
+    rng = np.random.default_rng(0)
+    views = tuple(View(i, h, d, rng.integers(0, 256, (8, 16, 3), dtype=np.uint8))
+                  for i, (h, d) in enumerate(((90.0, RelativeDirection.FRONT), (180.0, RelativeDirection.RIGHT))))
+    obs = Observation("canonical", "I am hungry", "node-0", 0.0, 0.0, 90.0, views, 0, 35)
+    return obs, rng.integers(0, 256, (8, 16, 3), dtype=np.uint8)
+
+
+@cache
+def _template_hash(name: str) -> str:
+    profile = PROFILES[name]
+    obs, pano = _canonical_step()
+    requests = [profile.stop(obs, None, 512, pano), profile.stop(obs, None, 512, None),
+                profile.choice(obs, None, 512, None)]
+    if profile.single is not None:
+        requests.append(profile.single(obs, None, 512, None))
+    merged = GenerationRequest(tuple(m for r in requests for m in r.messages),
+                               json_schema={"schemas": [r.json_schema for r in requests]})
+    return prompts.prompt_hash(merged, profile.version)
+
+
+def prompt_record(policy: str, params: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """What config.json and summary.json say about the prompts of a run: profile, version,
+    template hash and the switches that change what the model is sent; None for policies that
+    send no prompts."""
+    if policy != "vlm":
+        return None
+    profile = get_profile(params.get("prompt_profile", "improved"))
+    return {"profile": profile.name, "version": profile.version, "template_hash": profile.template_hash,
+            "stop_view": params.get("stop_view", "panorama"), "json_schema": bool(params.get("json_schema", True)),
+            "swap_red_blue": bool(params.get("swap_red_blue", False)),
+            "swap_left_right": bool(params.get("swap_left_right", False))}

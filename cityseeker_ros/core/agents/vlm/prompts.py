@@ -1,0 +1,208 @@
+"""The `improved` prompt profile: the paper's two prompts (appendix C.2) reworked, versioned and hashed.
+
+Three shapes: the stop prompt (is the place here?), the choice prompt (which view?), both as
+in the paper, and a single prompt that asks both at once to halve the calls per step. Each
+view is labelled with a letter, its direction relative to where the agent faces (RIGHT is
+clockwise, the reference code swaps them) and its absolute heading, and its image follows its
+label, so a model never has to count images to know which is which. The stop prompt shows the
+node's panorama when the policy passes one (the paper's panoramic view), else the views.
+The `paper` profile (prompt_profiles.py) keeps the paper's wording and message layout instead;
+docs/fidelity.md lists every difference.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Optional
+
+import numpy as np
+
+from cityseeker_ros.core.agents.policies.base import PromptContext
+from cityseeker_ros.core.agents.vlm.backend import Content, GenerationRequest, Message
+from cityseeker_ros.core.agents.vlm.schema import LETTERS, STOP_WORD, decision_schema, stop_schema
+from cityseeker_ros.core.tasks.environment import Observation, View
+
+# Bump the number after the slash whenever any prompt's wording, order of parts, image
+# placement or output schema changes: results made with different prompts must not be pooled.
+# prompt_hash() changes on its own for any edit; the version names the family in reports.
+PROMPT_VERSION = "cityseeker-c2/2"
+
+SYSTEM = ("You are a helpful robot that walks through a city to help a person. The person states a need, "
+          "not a place: work out what kind of place would satisfy it and look for one in the street views. "
+          "Answer with one JSON object and nothing else.")
+
+_PRIORITY = ("Prioritise the FRONT, LEFT and RIGHT directions (FRONT_LEFT and FRONT_RIGHT included); choose a "
+             "BACK, BACK_LEFT or BACK_RIGHT view only if no better option exists, since it leads back the way "
+             "you came.")
+_CHOICE_EXAMPLE = ('{"observations": [{"view": "A", "description": "A narrow side street with no shops."}, '
+                   '{"view": "B", "description": "A broad avenue lined with office buildings."}], '
+                   '"thoughts": "I am hungry and need food. The avenue (B) is much more likely to have restaurants '
+                   'than the side street (A).", "action": "B", "confidence": 0.78}')
+_STOP_EXAMPLE = ('{"observation": "Residential buildings, a bookstore and a bus station.", '
+                 '"thoughts": "I am hungry, so I need a restaurant. There is none here, so I keep going.", '
+                 '"stop": false, "confidence": 0.8}')
+
+
+def view_letter(position: int) -> str:
+    return LETTERS[position]
+
+
+def _heading(deg: float) -> int:
+    return int(round(deg)) % 360
+
+
+def view_label(position: int, view: View) -> str:
+    return f"View {view_letter(position)} ({view.relative.value}, {_heading(view.heading)}°)"
+
+
+def view_image(view: View) -> np.ndarray:
+    image = np.asarray(view.image)
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"view {view.index}: expected an RGB uint8 image (H, W, 3), got {image.dtype} {image.shape}")
+    return image
+
+
+def _slot(name: str, text: Optional[str]) -> list[str]:
+    return [f"{name}: {text.strip()}"] if text and text.strip() else []
+
+
+def _header(obs: Observation, context: PromptContext, slots: tuple[str, ...]) -> list[str]:
+    lines = [f"Request: {obs.instruction}",
+             f"You are now at viewpoint {obs.node}, step {obs.step} ({obs.steps_left} steps left).",
+             f"You are facing {_heading(obs.facing)}°. Headings are degrees clockwise from north; "
+             "directions are relative to where you face, and RIGHT is clockwise."]
+    names = {"backtrack": "Backtracking", "surroundings": "Historical context from previous rounds",
+             "history": "Visit trajectory so far"}
+    for slot in slots:
+        lines += _slot(names[slot], getattr(context, slot))
+    return lines
+
+
+def _views(obs: Observation) -> list[Content]:
+    items: list[Content] = [f"There are {len(obs.views)} views, one per direction you can walk:"]
+    for position, view in enumerate(obs.views):
+        if view.image is None:
+            items.append(f"{view_label(position, view)}: no image; judge it by its direction only.")
+        else:
+            items += [f"{view_label(position, view)}:", view_image(view)]
+    return items
+
+
+def _join(items: list[Content]) -> tuple[Content, ...]:
+    """Adjacent text parts become one, so the request has the same shape with or without images."""
+    out: list[Content] = []
+    for item in items:
+        if isinstance(item, str) and out and isinstance(out[-1], str):
+            out[-1] = f"{out[-1]}\n{item}"
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def panorama_image(panorama: np.ndarray) -> np.ndarray:
+    image = np.asarray(panorama)
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"panorama: expected an RGB uint8 image (H, W, 3), got {image.dtype} {image.shape}")
+    return image
+
+
+def panorama_items(obs: Observation, panorama: np.ndarray) -> list[Content]:
+    image = panorama_image(panorama)
+    return [f"The panorama here shows the whole circle around you: its centre looks the way you face "
+            f"({_heading(obs.facing)}°), its left and right edges look behind you.", image]
+
+
+def _request(obs: Observation, context: Optional[PromptContext], slots: tuple[str, ...], task: list[str],
+             schema: dict, max_new_tokens: int, scene: Optional[list[Content]] = None) -> GenerationRequest:
+    context = context or PromptContext()
+    tail = task + _slot("Note about your previous answer", context.feedback)
+    items: list[Content] = ["\n".join(_header(obs, context, slots)), *(_views(obs) if scene is None else scene),
+                            "\n".join(tail)]
+    messages = (Message("system", (SYSTEM,)), Message("user", _join(items)))
+    return GenerationRequest(messages, max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
+
+
+def check_views(obs: Observation) -> None:
+    if not obs.views:
+        raise ValueError("no walkable view to choose from")
+    if len(obs.views) > len(LETTERS):
+        raise ValueError(f"{len(obs.views)} views; prompts label at most {len(LETTERS)}")
+
+
+def _letters(n: int, allow_stop: bool) -> str:
+    return ", ".join(list(LETTERS[:n]) + ([STOP_WORD] if allow_stop else []))
+
+
+def _decision_format(n: int, allow_stop: bool) -> list[str]:
+    return ["Reply with this JSON object:",
+            '{"observations": [{"view": "A", "description": "<what view A shows>"}, ...], '
+            '"thoughts": "<your reasoning>", '
+            f'"action": "<one of {_letters(n, allow_stop)}>", "confidence": <number from 0 to 1>}}',
+            f"Make sure the number of observations equals the number of views provided ({n}), in order.",
+            "Example reply for two views:", _CHOICE_EXAMPLE]
+
+
+def stop_prompt(obs: Observation, context: Optional[PromptContext] = None,
+                max_new_tokens: int = 512, panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+    """The paper's stop prompt over the panorama (when given) or the current views; only
+    {backtrack_prompt} goes in, as there."""
+    if panorama is None and len(obs.views) > len(LETTERS):
+        raise ValueError(f"{len(obs.views)} views; prompts label at most {len(LETTERS)}")
+    where = "in this panorama" if panorama is not None else "in these views"
+    task = [f"State whether the place that satisfies the request is right here, {where}. "
+            "Answer stop true only if you have arrived; otherwise answer false and you will choose a direction next.",
+            "Reply with this JSON object:",
+            '{"observation": "<what you see here>", "thoughts": "<your reasoning>", "stop": true or false, '
+            '"confidence": <number from 0 to 1>}',
+            "Example reply:", _STOP_EXAMPLE]
+    return _request(obs, context, ("backtrack",), task, stop_schema(), max_new_tokens,
+                    None if panorama is None else panorama_items(obs, panorama))
+
+
+def choice_prompt(obs: Observation, context: Optional[PromptContext] = None,
+                  max_new_tokens: int = 512) -> GenerationRequest:
+    """The paper's choice prompt: one letter among the walkable views, never stop."""
+    check_views(obs)
+    n = len(obs.views)
+    task = ["Choose the view whose direction most likely leads to a place that satisfies the request. " + _PRIORITY,
+            *_decision_format(n, allow_stop=False)]
+    return _request(obs, context, ("backtrack", "surroundings", "history"), task, decision_schema(n, False),
+                    max_new_tokens)
+
+
+def single_prompt(obs: Observation, context: Optional[PromptContext] = None,
+                  max_new_tokens: int = 512) -> GenerationRequest:
+    """Stop and choice in one call: the action is a letter, or STOP when the place is here."""
+    check_views(obs)
+    n = len(obs.views)
+    task = [f'If the place that satisfies the request is right here, in these views, set "action" to "{STOP_WORD}". '
+            "Otherwise choose the view whose direction most likely leads to such a place. " + _PRIORITY,
+            *_decision_format(n, allow_stop=True)]
+    return _request(obs, context, ("backtrack", "surroundings", "history"), task, decision_schema(n, True),
+                    max_new_tokens)
+
+
+def _image_digest(image: np.ndarray) -> bytes:
+    array = np.ascontiguousarray(image)
+    return hashlib.sha256(f"{array.dtype.str}{array.shape}".encode() + array.tobytes()).digest()
+
+
+def prompt_hash(request: GenerationRequest, version: str = PROMPT_VERSION) -> str:
+    """16 hex digits naming the exact prompt (profile version, roles, text, pixels, schema),
+    equal across runs and machines, so decisions can be matched and cached by prompt."""
+    h = hashlib.sha256()
+
+    def put(tag: bytes, data: bytes) -> None:
+        h.update(tag + len(data).to_bytes(8, "little") + data)
+
+    put(b"v", version.encode())
+    for message in request.messages:
+        put(b"r", message.role.encode())
+        for item in message.content:
+            if isinstance(item, str):
+                put(b"t", item.encode("utf-8", "surrogatepass"))
+            else:
+                put(b"i", _image_digest(item))
+    if request.json_schema is not None:
+        put(b"s", json.dumps(request.json_schema, sort_keys=True).encode())
+    return h.hexdigest()[:16]

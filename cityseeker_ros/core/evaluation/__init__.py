@@ -1,0 +1,1 @@
+"""cityseeker_ros/core/evaluation"""

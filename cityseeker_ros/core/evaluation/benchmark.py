@@ -1,0 +1,275 @@
+"""Run a policy over a dataset's episodes and seeds, resumably and in parallel.
+
+Every (episode, seed) draws its randomness from a generator seeded by both, so results do
+not depend on the order episodes run in or on which worker runs them, and a serial and a
+parallel run write the same episodes.jsonl.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from cityseeker_ros import __version__
+from cityseeker_ros.core.agents.policies import POLICIES
+from cityseeker_ros.core.evaluation.config import (
+    CONFIG_FILE,
+    EPISODES_FILE,
+    MEMORY_FILE,
+    RESULT_DEFINING,
+    RUN_COMMAND_ENV,
+    SUMMARY_FILE,
+    BenchmarkConfig,
+)
+from cityseeker_ros.core.evaluation.decisions import summarize_decisions
+from cityseeker_ros.core.evaluation.episode_run import EpisodeRunner
+from cityseeker_ros.core.evaluation.metrics import summarize
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.files import EpisodeLog, write_json_atomic
+from cityseeker_ros.core.infra.redact import redact, redact_command
+from cityseeker_ros.core.infra.text import clean_json
+from cityseeker_ros.core.tasks.episode import World
+
+if TYPE_CHECKING:
+    pass
+
+
+
+
+class Benchmark:
+    """`Benchmark(config).run(out_dir)` writes episodes.jsonl, summary.json and config.json."""
+
+    def __init__(self, config: BenchmarkConfig) -> None:
+        from cityseeker_ros.core.evaluation.executors import EXECUTORS
+
+        config.validate()
+        self.config = config
+        self.executor = EXECUTORS.get(config.executor)
+        self.runner = EpisodeRunner(config, prepare=self.executor.prepares_in_driver)
+        self.execution: dict[str, Any] = {}
+        self.worlds = self.runner.worlds
+
+    def tasks(self) -> list[tuple[str, int, int]]:
+        return run_tasks(self.config, self.worlds)
+
+    def key(self, task: tuple[str, int, int]) -> tuple[str, int]:
+        city, i, seed = task
+        return self.worlds[city].episodes[i].episode_id, seed
+
+    def manifest(self, command: Optional[str] = None) -> dict[str, Any]:
+        return run_manifest(self.config, self.worlds, self.runner.view_sources, command)
+
+    def run(self, out_dir: Path, progress: bool = True, command: Optional[str] = None) -> dict[str, Any]:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        if self.config.supervised and self.config.memory is None:
+            self.config.memory = str((out / MEMORY_FILE).resolve())
+        tasks = self.tasks()
+        with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks], group_commit=True) as output:
+            todo = [t for t in tasks if self.key(t) not in output.done]
+            bar = _progress(len(tasks), len(tasks) - len(todo), progress)
+            try:
+                for record in self._execute(todo):
+                    output.add(record)
+                    bar.update(1)
+            finally:
+                bar.close()
+            return output.write_summary(self.execution)
+
+    def _execute(self, todo: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
+        """Records of `todo` in task order, from the configured executor (core/executors)."""
+        size = self.config.batch_size
+        groups = [todo[i:i + size] for i in range(0, len(todo), size)]
+        executor = self.executor(self.config)
+        self.execution = executor.stats  # filled in as it runs; summary.json's "execution"
+        yield from executor.records(self.runner, groups)
+
+
+def run_tasks(config: BenchmarkConfig, worlds: dict[str, World]) -> list[tuple[str, int, int]]:
+    """(city, episode index, seed) in run order: every episode for the first seed, then the next.
+    `per_category` keeps the first N episodes of each category of each city in load order, then
+    `limit` the first K of what is left."""
+    pairs = []
+    for w in worlds.values():
+        taken: Counter[str] = Counter()
+        for i, episode in enumerate(w.episodes):
+            taken[episode.category] += 1
+            if config.per_category is None or taken[episode.category] <= config.per_category:
+                pairs.append((w.city, i))
+    if config.limit is not None:
+        pairs = pairs[: config.limit]
+    return [(city, i, seed) for seed in config.seeds for city, i in pairs]
+
+
+def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources: dict[str, Any],
+                 command: Optional[str] = None) -> dict[str, Any]:
+    """config.json: the settings, what the data and pixels were, versions; written next to the
+    results, with every credential masked (core/infra/redact.py): results are shared, keys are not."""
+    import networkx
+    import pyproj
+
+    from cityseeker_ros.core.agents.vlm.prompt_profiles import prompt_record
+
+    c = config
+    return clean_json(redact({
+        **asdict(c),
+        "data": str(Path(c.data).resolve()),
+        "privileged": bool(getattr(POLICIES.get(c.policy), "privileged", False))
+        or any(s.get("oracle") for s in c.strategies),
+        "oracle_strategies": [s["name"] for s in c.strategies if s.get("oracle")],
+        "run_id": c.run_id(),
+        "cities": sorted(worlds),
+        "synthetic": any(w.synthetic for w in worlds.values()),
+        "view_sources": view_sources,
+        "prompt": prompt_record(c.policy, c.policy_params),  # profile, version, template hash
+        "data_files": resolved_keys({p: h for w in worlds.values() for p, h in w.source_files.items()}),
+        "package_version": __version__,
+        "versions": {"python": platform.python_version(), "numpy": np.__version__,
+                     "networkx": networkx.__version__, "pyproj": pyproj.__version__},
+        "command": os.environ.get(RUN_COMMAND_ENV) or command or redact_command(sys.argv),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }))
+
+
+def check_resume(out: Path, manifest: dict[str, Any]) -> None:
+    """A folder that holds a run with other result-defining settings is never appended to. Paths
+    are compared resolved, so `worlds/x` and `/home/me/worlds/x` are the same data; the refusal
+    names only the settings that differ, down to the changed entry of a mapping."""
+    path = out / CONFIG_FILE
+    if not path.exists():
+        return
+    try:
+        previous = clean_json(redact(json.loads(path.read_text(encoding="utf-8"))))  # as a manifest is now
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc.msg}); use a new --out") from None
+    if not isinstance(previous, dict):
+        raise ConfigError(f"{path}: expected a JSON object; use a new --out")
+    before, now = comparable(previous), comparable(manifest)
+    changed = [line for k in RESULT_DEFINING for line in differences(k, before.get(k), now.get(k))]
+    if changed:
+        raise ConfigError(f"{out} holds a run with different settings ({'; '.join(changed)}); "
+                          "use a new --out or the same settings to resume")
+
+
+def resolved_keys(files: dict[str, Any]) -> dict[str, Any]:
+    """A path -> value mapping keyed by absolute, symlink-free paths (relative ones from the
+    current folder)."""
+    return {str(Path(p).resolve()): v for p, v in files.items()}
+
+
+def comparable(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as check_resume compares it: data file paths resolved (a config.json written
+    before they were), and the view parameters that every view source describes left to those
+    descriptions, which hold them in canonical form (a panorama folder resolved)."""
+    out = dict(manifest)
+    if isinstance(out.get("data_files"), dict):
+        out["data_files"] = resolved_keys(out["data_files"])
+    described = [set(d) for d in (out.get("view_sources") or {}).values() if isinstance(d, dict)]
+    if described and isinstance(out.get("view_params"), dict):
+        out["view_params"] = {k: v for k, v in out["view_params"].items() if k not in set.intersection(*described)}
+    return out
+
+
+_ABSENT = object()
+
+
+def differences(key: str, before: Any, now: Any) -> list[str]:
+    """`key: old -> new` for each leaf that differs, mappings followed entry by entry
+    (`data_files[/w/graph.json]: 'ab..' -> 'cd..'`, `policy_params.temperature: 0 -> 0.2`)."""
+    if before == now:
+        return []
+    if isinstance(before, dict) and isinstance(now, dict):
+        lines = []
+        for k in [*before, *(k for k in now if k not in before)]:
+            sub = f"{key}[{k}]" if "/" in str(k) or " " in str(k) else f"{key}.{k}"
+            lines += differences(sub, before.get(k, _ABSENT), now.get(k, _ABSENT))
+        return lines
+
+    def shown(value: Any) -> str:
+        return "(absent)" if value is _ABSENT else repr(value)
+    return [f"{key}: {shown(before)} -> {shown(now)}"]
+
+
+class RunOutput:
+    """An output folder being filled, by `Benchmark.run` or by the evaluator node: config.json
+    checked against a run it may resume and written, records appended to episodes.jsonl (each
+    (episode, seed) once), summary.json over the wanted tasks in log order. `group_commit`:
+    records reach the disk in batches (core/infra/group_commit.py), for a writer fed by many workers."""
+
+    def __init__(self, out: Path, manifest: dict[str, Any], wanted: Sequence[tuple[str, int]],
+                 group_commit: bool = False) -> None:
+        from cityseeker_ros.core.infra.group_commit import GroupCommitLog
+
+        self.out, self.manifest, self.wanted = Path(out), manifest, set(wanted)
+        self.out.mkdir(parents=True, exist_ok=True)
+        check_resume(self.out, manifest)
+        write_json_atomic(self.out / CONFIG_FILE, manifest)
+        self.log = (GroupCommitLog if group_commit else EpisodeLog)(self.out / EPISODES_FILE)
+        self.done = {(r["episode_id"], r["seed"]) for r in self.log.records}
+
+    @property
+    def complete(self) -> bool:
+        return self.wanted <= self.done
+
+    def add(self, record: dict[str, Any]) -> bool:
+        """Append a record; False (and nothing written) when its (episode, seed) is already there."""
+        key = (record["episode_id"], record["seed"])
+        if key in self.done:
+            return False
+        self.log.append(record)
+        self.done.add(key)
+        return True
+
+    def write_summary(self, execution: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """`execution`: how the episodes of this session ran (the executor's actors and retries)."""
+        if hasattr(self.log, "flush"):
+            self.log.flush()
+        records = [r for r in self.log.records if (r["episode_id"], r["seed"]) in self.wanted]
+        summary = run_summary(records, self.manifest)
+        if execution:
+            summary["execution"] = execution
+        write_json_atomic(self.out / SUMMARY_FILE, summary)
+        return summary
+
+    def close(self) -> None:
+        self.log.close()
+
+    def __enter__(self) -> RunOutput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_summary(records: Sequence[dict[str, Any]], manifest: dict[str, Any]) -> dict[str, Any]:
+    """summary.json of a run's records."""
+    summary = summarize(records)
+    summary["end_reasons"] = _count(r["end_reason"] for r in records)
+    if any("decisions" in r for r in records):
+        summary["decisions"] = summarize_decisions(records)
+    summary["config"] = manifest
+    return summary
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _progress(total: int, initial: int, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", dynamic_ncols=True,
+                file=sys.stderr, desc="episodes")
+

@@ -1,7 +1,0 @@
-"""Policies by name. Importing this package registers the built-in ones (the VLM policy and
-its backends included; their heavy libraries load only when a backend is made)."""
-from cityseeker_ros.core import vlm  # noqa: F401  (registers the vlm policy and its backends)
-from cityseeker_ros.core.policies import baselines, ocr_embed, sign_oracle  # noqa: F401  (register)
-from cityseeker_ros.core.policies.base import POLICIES, Policy, make_policy
-
-__all__ = ["POLICIES", "Policy", "make_policy"]

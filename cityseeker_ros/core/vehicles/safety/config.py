@@ -1,0 +1,73 @@
+"""Safety settings for a live trial, validated up front so a typo fails before take-off and the
+error names the field. `load_safety_config` reads the one file that the vehicle bridge (its gate)
+and the supervisor in mode seek (its geofence check of a goal) both use."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Optional
+
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.vehicles.safety.geofence import Geofence, geofence_from_dict
+from cityseeker_ros.core.vehicles.safety.limits import Limits
+
+
+@dataclass(frozen=True)
+class SafetyConfig:
+    geofence: Geofence  # required: a live trial must say where the vehicle may go
+    decision_timeout_s: float = 3.0
+    heartbeat_timeout_s: Optional[float] = 2.0  # None: no supervisor heartbeat required
+    max_speed_m_s: float = 3.0
+    max_vertical_speed_m_s: float = 1.0
+    max_altitude_m: float = 40.0
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_speed_m_s, self.max_vertical_speed_m_s, self.max_altitude_m)
+
+    @classmethod
+    def from_dict(cls, d: Any, prefix: str = "safety") -> SafetyConfig:
+        """E.g. `{"geofence": {"circle": {"center": [22.3, 114.18], "radius_m": 300}},
+        "decision_timeout_s": 3, "max_altitude_m": 30}`; unknown keys are errors."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"{prefix} must be a mapping, got {d!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"{prefix}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        if "geofence" not in d:
+            raise ConfigError(f"{prefix}.geofence is required (a circle or a polygon)")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "geofence" or f.name not in d:
+                continue
+            v = d[f.name]
+            if v is None and f.name == "heartbeat_timeout_s":
+                values[f.name] = None
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ConfigError(f"{prefix}.{f.name} must be a positive number, got {v!r}")
+            values[f.name] = float(v)
+        max_alt = values.get("max_altitude_m", cls.max_altitude_m)
+        return cls(geofence=geofence_from_dict(d["geofence"], max_alt, f"{prefix}.geofence"), **values)
+
+
+def load_safety_config(path: str) -> SafetyConfig:
+    """A YAML or JSON file (JSON is YAML) holding SafetyConfig.from_dict's mapping, optionally
+    under a top-level `safety:` key; every error names the file."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"safety_config {path}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"safety_config {path}: not YAML/JSON ({exc})") from None
+    if isinstance(data, Mapping) and set(data) == {"safety"}:
+        data = data["safety"]
+    try:
+        return SafetyConfig.from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"safety_config {path}: {exc}") from None

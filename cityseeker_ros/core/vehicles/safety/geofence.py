@@ -1,0 +1,101 @@
+"""Where a live vehicle may go: a circle or a polygon on the ground, and a ceiling. Goals outside
+are refused rather than clipped, because a clipped goal is a place nobody decided on."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from shapely.geometry import Point, Polygon
+
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.streets.geodesy import LocalFrame, geodesic_m
+from cityseeker_ros.core.vehicles.safety.codes import OK, Check, SafetyCode
+
+
+class Geofence:
+    """Base: subclasses say how far outside a point lies (0 inside, boundary included)."""
+
+    kind = "geofence"
+
+    def __init__(self, max_altitude_m: float) -> None:
+        self.max_altitude_m = float(max_altitude_m)
+
+    def outside_by_m(self, lat: float, lon: float) -> float:
+        raise NotImplementedError
+
+    def contains(self, lat: float, lon: float) -> bool:
+        return self.outside_by_m(lat, lon) == 0.0
+
+    def check_goal(self, lat: float, lon: float, alt_m: float = 0.0) -> Check:
+        out = self.outside_by_m(lat, lon)
+        if out > 0.0:
+            return Check(False, SafetyCode.OUTSIDE_GEOFENCE,
+                         f"goal ({lat:.6f}, {lon:.6f}) is {out:.1f} m outside the {self.kind} geofence")
+        if alt_m > self.max_altitude_m:
+            return Check(False, SafetyCode.ABOVE_MAX_ALTITUDE,
+                         f"goal altitude {alt_m:.1f} m is above the {self.max_altitude_m:g} m ceiling")
+        return OK
+
+
+class CircleFence(Geofence):
+    kind = "circle"
+
+    def __init__(self, lat: float, lon: float, radius_m: float, max_altitude_m: float) -> None:
+        super().__init__(max_altitude_m)
+        self.lat, self.lon, self.radius_m = float(lat), float(lon), float(radius_m)
+
+    def outside_by_m(self, lat: float, lon: float) -> float:
+        return max(0.0, geodesic_m(self.lat, self.lon, lat, lon) - self.radius_m)
+
+
+class PolygonFence(Geofence):
+    """Vertices as (lat, lon), in either winding; tested in a local metric plane (exact to cm
+    over a few km), so the distance outside is in metres."""
+
+    kind = "polygon"
+
+    def __init__(self, points: Sequence[tuple[float, float]], max_altitude_m: float) -> None:
+        super().__init__(max_altitude_m)
+        self.points = [(float(a), float(b)) for a, b in points]
+        if len(self.points) < 3:
+            raise ConfigError(f"geofence polygon needs at least 3 vertices, got {len(self.points)}")
+        lats, lons = zip(*self.points)
+        self.frame = LocalFrame(sum(lats) / len(lats), sum(lons) / len(lons))
+        self.polygon = Polygon(self.frame.to_xy(lats, lons))
+        if not self.polygon.is_valid or self.polygon.area <= 0:
+            raise ConfigError("geofence polygon must not cross itself or have zero area")
+
+    def outside_by_m(self, lat: float, lon: float) -> float:
+        p = Point(self.frame.to_xy(lat, lon))
+        return 0.0 if self.polygon.covers(p) else float(self.polygon.exterior.distance(p))
+
+
+def _latlon(value: Any, field: str) -> tuple[float, float]:
+    ok = (isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
+          and all(isinstance(v, (int, float)) and math.isfinite(v) for v in value))
+    if not ok or abs(value[0]) > 90 or abs(value[1]) > 180:
+        raise ConfigError(f"{field} must be [lat, lon] in degrees, got {value!r}")
+    return float(value[0]), float(value[1])
+
+
+def geofence_from_dict(d: Any, max_altitude_m: float, field: str = "geofence") -> Geofence:
+    """`{"circle": {"center": [lat, lon], "radius_m": r}}` or `{"polygon": [[lat, lon], ...]}`."""
+    if not isinstance(d, Mapping) or len(d) != 1 or next(iter(d)) not in ("circle", "polygon"):
+        raise ConfigError(f"{field} must have exactly one of 'circle' or 'polygon', got {d!r}")
+    if "circle" in d:
+        c = d["circle"]
+        if not isinstance(c, Mapping) or set(c) != {"center", "radius_m"}:
+            raise ConfigError(f"{field}.circle must have exactly 'center' and 'radius_m', got {c!r}")
+        r = c["radius_m"]
+        if not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
+            raise ConfigError(f"{field}.circle.radius_m must be a positive number of metres, got {r!r}")
+        return CircleFence(*_latlon(c["center"], f"{field}.circle.center"), r, max_altitude_m)
+    pts = d["polygon"]
+    if not isinstance(pts, Sequence) or isinstance(pts, str) or len(pts) < 3:
+        raise ConfigError(f"{field}.polygon must be a list of at least 3 [lat, lon] vertices, got {pts!r}")
+    points = [_latlon(p, f"{field}.polygon[{i}]") for i, p in enumerate(pts)]
+    try:
+        return PolygonFence(points, max_altitude_m)
+    except ConfigError as e:
+        raise ConfigError(f"{field}.polygon: {e}") from None

@@ -1,0 +1,96 @@
+"""The live loop without ROS: the simulated walker follows its motion goals, the graph
+localiser snaps its fixes, the camera's view-set builder makes one view set per node reached,
+and the walked records are the in-process benchmark's (teleporting, and walking at 2 m/s with
+GNSS noise). A walker that stops listening stalls the episode, and no decision in time holds
+the vehicle."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cityseeker_ros.core.agents.policies import make_policy
+from cityseeker_ros.core.evaluation.benchmark import Benchmark
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+from cityseeker_ros.core.loop.live_loop import LiveLoop
+from cityseeker_ros.core.loop.run_plan import RunPlan
+from cityseeker_ros.core.vehicles.safety.commands import Goal, Hold
+from cityseeker_ros.core.vehicles.sim import PolicyDecider, SimulatedWalker
+from tests.core.evaluation.test_benchmark import lines
+from tests.core.loop.rigs import FakeClock, LiveRig
+
+COMPARED = ("episode_id", "seed", "path", "actions", "end_reason", "steps", "metrics")
+
+
+def live_rig(config: BenchmarkConfig, speed_m_s=None, noise_m=0.0, stall_timeout_s=120.0, **walker) -> LiveRig:
+    bench = Benchmark(config)
+    worlds = list(bench.worlds.values())
+    world = worlds[0]
+    plan = RunPlan.from_keys(config, worlds, [bench.key(t) for t in bench.tasks()])
+    clock = FakeClock()
+    start = world.graph.nodes[plan.current()[0].episode.start]
+    walk = SimulatedWalker(start.lat, start.lon, speed_m_s=speed_m_s, noise_m=noise_m, clock=clock, **walker)
+    decider = PolicyDecider(make_policy(config.policy, **config.policy_params),
+                            {e.episode_id: e for e in world.episodes})
+    return LiveRig(world, lambda outputs: LiveLoop(config, plan, None, outputs, decision_timeout_s=10.0,
+                                                   stall_timeout_s=stall_timeout_s, clock=clock),
+                   walk, clock, config.max_steps, decider)
+
+
+@pytest.mark.parametrize("speed_m_s, noise_m", [(None, 0.0), (2.0, 1.0)])
+def test_a_walked_live_run_scores_like_the_benchmark(tiny_city, tmp_path, speed_m_s, noise_m):
+    config = BenchmarkConfig(data=str(tiny_city), policy="random", seeds=[0, 1, 2], max_steps=6)
+    Benchmark(config).run(tmp_path / "a", progress=False)
+    expected = [json.loads(x) for x in lines(tmp_path / "a" / "episodes.jsonl")]
+    rig = live_rig(config, speed_m_s, noise_m)
+    rig.loop.start()
+    for _ in range(20_000):
+        if rig.loop.state == "finished":
+            break
+        rig.step()
+    got = rig.recorder.of("outcome")
+    assert [{k: r[k] for k in COMPARED} for r in got] == [{k: r[k] for k in COMPARED} for r in expected]
+    goals = [c for c, _, _ in rig.recorder.of("command") if isinstance(c, Goal)]
+    assert goals and rig.walker.moves >= sum(r["steps"] for r in got)
+    guidance = rig.recorder.of("guidance")
+    assert sum(g.action == "move" for g in guidance) == sum(r["steps"] for r in got)
+
+
+def test_a_walker_that_stops_listening_stalls_holds_and_the_run_finishes(tiny_city):
+    config = BenchmarkConfig(data=str(tiny_city), policy="random", limit=1, max_steps=6)
+    rig = live_rig(config, speed_m_s=1.5, stall_timeout_s=3.0, follow_goals=0)
+    rig.loop.start()
+    while rig.loop.state != "finished":
+        rig.step()
+        assert rig.clock.t < 1100
+    [record] = rig.recorder.of("outcome")
+    assert record["end_reason"] == "stalled" and record["steps"] == 0
+    assert "stall_timeout_s 3" in record["error"]
+    commands = rig.recorder.of("command")
+    assert isinstance(commands[-1][0], Hold) and "stalled" in commands[-1][1]
+    moves = [c for c, _, _ in commands if isinstance(c, Goal)]
+    assert 1 <= len(moves) <= 5  # repeated about once a second for 3 s, then never again
+
+
+def test_no_decision_in_time_holds_the_vehicle_and_resumes(tiny_city):
+    config = BenchmarkConfig(data=str(tiny_city), policy="forward", limit=1, max_steps=6)
+    rig = live_rig(config)
+    rig.answer_decisions = False
+    rig.loop.start()
+    while rig.loop.state != "holding":
+        rig.step()
+        assert rig.clock.t < 1100
+    command, reason, _ = rig.recorder.of("command")[-1]
+    assert isinstance(command, Hold) and "no decision for view set" in reason and rig.loop.holds == 1
+    for _ in range(100):  # holding: no goal repeats, no second hold
+        rig.step()
+    assert rig.recorder.of("command")[-1][0] is command and rig.loop.holds == 1
+    rig.answer_decisions = True
+    [(view_set, context, round)] = rig.recorder.of("ask")
+    decision, records = rig.decider.answer(view_set, context, round)
+    rig.loop.decision(view_set.view_set_id, decision, records)
+    while rig.loop.state != "finished":
+        rig.step()
+        assert rig.clock.t < 1200
+    [record] = rig.recorder.of("outcome")
+    assert record["end_reason"] in ("stopped", "budget_exhausted") and record["holds"][0]["held_s"] >= 10.0
