@@ -10,7 +10,9 @@ as the launch files read them.
 """
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -24,6 +26,7 @@ import pytest
 from tests.docs_commands import NEEDS, REPO, Command, documented_commands
 
 COMMANDS = documented_commands()
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Appended to a run so that it is cheap; later flags win in argparse.
 CAPS = {"benchmark": ["--limit", "1", "--max-steps", "2", "--no-progress"],
         "ablate": ["--limit", "1", "--max-steps", "2", "--seeds", "1", "--no-progress"],
@@ -181,3 +184,48 @@ def test_a_command_that_needs_nothing_must_be_runnable():
     assert runnable(Command("x:1", "cityseeker world info w", ("cityseeker", "world", "info", "w"), ()))
     assert not runnable(Command("x:1", "make demo", ("make", "demo"), ()))
     assert shlex.split("a # needs: GPU", comments=True) == ["a"]
+
+
+def named_code(text: str) -> tuple[list[str], list[str]]:
+    """The package paths (`core/loop/seek.py`, `cityseeker_ros/nodes/`) and dotted core names
+    (`core.loop.seek.SeekSession`) a document mentions."""
+    slash = re.compile(r"(?<![\w./-])((?:cityseeker_ros/)?(?:core|ros|nodes|bag)/[\w/]*\w(?:\.py)?/?)")
+    dotted = re.compile(r"(?<![\w.])((?:cityseeker_ros\.)?core\.[a-z_]+(?:\.[A-Za-z_]+)*)")
+    return [m.group(1) for m in slash.finditer(text)], [m.group(1) for m in dotted.finditer(text)]
+
+
+def resolves(name: str) -> bool:
+    parts = name.removeprefix("cityseeker_ros.").split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(["cityseeker_ros", *parts[:i]]))
+        except ImportError:
+            continue
+        try:
+            for attribute in parts[i:]:
+                obj = getattr(obj, attribute)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_path_and_core_name_a_doc_gives_exists(doc):
+    """Docs that name a module the code has moved send a reader nowhere (the layout changed once
+    under 40 such names)."""
+    package = REPO / "cityseeker_ros"
+    paths, names = named_code(doc.read_text(encoding="utf-8"))
+    missing = [p for p in paths
+               if not (package / p.removeprefix("cityseeker_ros/")).exists()
+               and not (package / p.removeprefix("cityseeker_ros/")).with_suffix(".py").exists()]
+    missing += [n for n in names if not resolves(n)]
+    assert missing == [], f"{doc.name} names what the tree does not have: {sorted(set(missing))}"
+
+
+def test_the_path_reader_finds_paths_and_names():
+    paths, names = named_code("see `cityseeker_ros/core/loop/` and core/infra/text.py; "
+                              "`core.loop.seek.SeekSession` and cityseeker_ros.core.nope.")
+    assert paths == ["cityseeker_ros/core/loop/", "core/infra/text.py"]
+    assert names == ["core.loop.seek.SeekSession", "cityseeker_ros.core.nope"]
+    assert resolves(names[0]) and not resolves(names[1]) and not resolves("core.loop.seek.Nope")

@@ -20,7 +20,7 @@ from cityseeker_ros.core.evaluation.episode_run import EpisodeRun, run_together
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.tasks.environment import move
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 METRICS = ["tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as", "solvable"]
 
 

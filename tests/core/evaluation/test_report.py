@@ -14,7 +14,7 @@ from cityseeker_ros.core.evaluation.report.tables import fmt
 from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 
-PAPER_TEXT = Path(__file__).resolve().parents[3] / "shared" / "papers" / "cityseeker.txt"
+PAPER_TEXT = Path(__file__).resolve().parents[4] / "shared" / "papers" / "cityseeker.txt"
 LAT0, LON0, STEP = 22.28, 114.16, 0.00027  # about 30 m between grid nodes
 SCRIPT = "<script>alert('x')</script> & find water"
 

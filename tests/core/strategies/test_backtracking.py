@@ -2,7 +2,7 @@ import pytest
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.strategies import make_strategy
-from tests.core.loop.conftest import NODE, ContextScript, Script, letters
+from tests.core.scripted import NODE, ContextScript, Script, letters
 
 
 def kinds(record, kind):

@@ -4,7 +4,7 @@ import pytest
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.strategies import make_strategy
-from tests.core.loop.conftest import NODE, ContextScript
+from tests.core.scripted import NODE, ContextScript
 
 WALK = [("A", 0, 0.9), ("B", 2, 0.8), ("E", "stop", 0.6)]
 

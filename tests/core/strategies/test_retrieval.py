@@ -6,7 +6,7 @@ from cityseeker_ros.core.agents.vlm.policy import VlmPolicy
 from cityseeker_ros.core.sensing.views.source import ViewSource
 from cityseeker_ros.core.tasks.environment import BACK
 from tests.core.agents.vlm.test_policy import Scripted, text_of
-from tests.core.loop.conftest import NODE, ContextScript
+from tests.core.scripted import NODE, ContextScript
 
 WALK = [("A", 0, 0.9), ("B", 1, 0.8), ("C", 1, 0.7), ("D", "stop", 0.6)]
 

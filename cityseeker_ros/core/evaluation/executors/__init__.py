@@ -4,39 +4,7 @@ forked processes with `--workers`) and `ray` (a local Ray instance or a cluster)
 Every executor returns records in task order, and only the driver process writes the output
 folder, so the choice of executor never changes a byte of episodes.jsonl.
 """
-from __future__ import annotations
-
-from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from cityseeker_ros.core.infra.registry import Registry
-
-if TYPE_CHECKING:
-    from cityseeker_ros.core.evaluation.config import BenchmarkConfig
-    from cityseeker_ros.core.evaluation.episode_run import EpisodeRunner
-
-RunKey = tuple[str, int, int]  # (city, episode index, seed): all rounds of one (episode, seed)
-
-
-class Executor(ABC):
-    """Runs groups of tasks (each group in lockstep, `--batch-size` long) and yields their records."""
-
-    # Whether the driver's own runner runs episodes (and so must load the model).
-    prepares_in_driver: ClassVar[bool] = True
-
-    def __init__(self, config: BenchmarkConfig) -> None:
-        self.config = config
-        # How the run went, for summary.json ("execution"); empty for executors with nothing to say.
-        self.stats: dict[str, Any] = {}
-
-    @abstractmethod
-    def records(self, runner: EpisodeRunner, groups: Sequence[Sequence[RunKey]]) -> Iterator[dict[str, Any]]:
-        """One record per task, in the order of `groups` and of the tasks in each."""
-
-
-EXECUTORS: Registry[type[Executor]] = Registry("executor")
-
-from cityseeker_ros.core.evaluation.executors import local, ray  # noqa: E402,F401 - register the built-in executors
+from cityseeker_ros.core.evaluation.executors import local, ray  # noqa: F401 - register the built-in executors
+from cityseeker_ros.core.evaluation.executors.base import EXECUTORS, Executor, RunKey
 
 __all__ = ["EXECUTORS", "Executor", "RunKey"]

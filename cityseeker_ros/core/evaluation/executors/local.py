@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.evaluation.episode_run import EpisodeRunner
-from cityseeker_ros.core.evaluation.executors import EXECUTORS, Executor, RunKey
+from cityseeker_ros.core.evaluation.executors.base import EXECUTORS, Executor, RunKey
 
 _WORKER: Optional[EpisodeRunner] = None
 

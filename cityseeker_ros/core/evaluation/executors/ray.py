@@ -29,7 +29,7 @@ from cityseeker_ros.core.agents.memory.store import MemoryKey, MemoryStore
 from cityseeker_ros.core.agents.memory.transfer import EpisodeMemory, export_episode, import_episode
 from cityseeker_ros.core.agents.policies import POLICIES
 from cityseeker_ros.core.evaluation.episode_run import EpisodeRunner, episode_record, resumed_rounds
-from cityseeker_ros.core.evaluation.executors import EXECUTORS, Executor, RunKey
+from cityseeker_ros.core.evaluation.executors.base import EXECUTORS, Executor, RunKey
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.tasks.environment import Environment
 

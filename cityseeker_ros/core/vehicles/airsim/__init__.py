@@ -6,7 +6,8 @@ registers when `cityseeker_ros.core.sensing.views` is imported.
 from __future__ import annotations
 
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError, AirSimLink, CameraFrame, Kinematics
+from cityseeker_ros.core.vehicles.airsim.client import AirSimLink, CameraFrame, Kinematics
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.motion import (
     MOTION_MODES,
     FlyMotion,

@@ -27,7 +27,8 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError, AirSimLink, CameraFrame, Kinematics
+from cityseeker_ros.core.vehicles.airsim.client import AirSimLink, CameraFrame, Kinematics
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.frames import enu_to_ned
 from cityseeker_ros.core.vehicles.airsim.motion import FlyMotion, GeoPose, MotionMode, make_motion_mode
 from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionCancelled, MotionGate

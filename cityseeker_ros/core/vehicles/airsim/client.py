@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 from PIL import Image
 
-from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, yaw_from_quat
 
 if TYPE_CHECKING:
@@ -29,10 +30,6 @@ if TYPE_CHECKING:
 CLIENTS = ("airsim", "cosysairsim")  # "auto" tries them in this order
 DEFAULT_PORT = 41451  # AirSim's ApiServerPort
 SCENE, DEPTH_PERSPECTIVE = 0, 2  # ImageType values, the same in both libraries
-
-
-class AirSimError(CitySeekerError):
-    """AirSim is unreachable or refused a call; the message names host:port and the call."""
 
 
 def load_client_module(client: str = "auto") -> ModuleType:

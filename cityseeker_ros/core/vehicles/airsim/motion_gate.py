@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Optional, TypeVar
 
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ from cityseeker_ros.core.agents.memory import (
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.geodesy import destination
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 KEY = MemoryKey("run-1", "ep-1", 0)
 
 

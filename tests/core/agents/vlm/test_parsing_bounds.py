@@ -25,7 +25,7 @@ from tests.core.agents.vlm.test_parsing import GOOD, assert_valid, intended
 from tests.core.agents.vlm.test_policy import at_b, policy
 
 _spec = importlib.util.spec_from_file_location(
-    "parse_worst", Path(__file__).resolve().parents[3] / "benchmarks" / "parse_worst.py")
+    "parse_worst", Path(__file__).resolve().parents[4] / "benchmarks" / "parse_worst.py")
 parse_worst = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(parse_worst)  # type: ignore[union-attr]
 

@@ -157,6 +157,6 @@ def test_hash_is_stable_and_sensitive():
             "from cityseeker_ros.core.agents.vlm.prompts import choice_prompt, prompt_hash; "
             "print(prompt_hash(choice_prompt(observation())))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONHASHSEED": "123"}, cwd=Path(__file__).parents[3])
+                         env={**os.environ, "PYTHONHASHSEED": "123"}, cwd=Path(__file__).parents[4])
     assert out.stdout.strip() == h
 

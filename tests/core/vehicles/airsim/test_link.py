@@ -10,7 +10,8 @@ import pytest
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.geodesy import geodesic_m, initial_bearing_deg
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError, AirSimLink, load_client_module
+from cityseeker_ros.core.vehicles.airsim.client import AirSimLink, load_client_module
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.frames import quat_from_yaw, yaw_from_quat
 from tests.core.vehicles.airsim.fake_airsim import HEIGHT, WIDTH, FakeAirSim, camera_image, quat_yaw, vec
 

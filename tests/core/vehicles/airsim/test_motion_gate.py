@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from cityseeker_ros.core.vehicles.airsim.bridge import BridgeLink
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionCancelled, MotionGate
 from tests.core.vehicles.airsim.fake_flight import MOTION, FlightFake
 

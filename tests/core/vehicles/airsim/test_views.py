@@ -14,7 +14,7 @@ from cityseeker_ros.core.sensing.views import VIEW_SOURCES, make_view_source
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.streets.graph import Node, StreetGraph
 from cityseeker_ros.core.tasks.episode import World
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, quat_multiply, quat_to_matrix, wrap_pi
 from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionCancelled
 from cityseeker_ros.core.vehicles.airsim.views import CameraPose, camera_pose_for

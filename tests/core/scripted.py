@@ -8,12 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import pytest
-
-from cityseeker_ros.core.agents.memory import SqliteMemoryStore
 from cityseeker_ros.core.agents.policies.base import Decision, Policy
-from cityseeker_ros.core.evaluation.episode_run import EpisodeRun
-from cityseeker_ros.core.strategies import BcrPolicy, make_strategy
 from cityseeker_ros.core.tasks.environment import STOP, Action, move
 
 NODE = {k: f"0000000{i}" for i, k in enumerate("ABCDE")}
@@ -53,27 +48,3 @@ class ContextScript(Script):
     def decide(self, observation, context=None) -> Decision:
         self.contexts.append((observation.step, context))
         return super().decide(observation, context)
-
-
-@pytest.fixture
-def supervise(tiny_world, tmp_path):
-    """supervise(policy, ["B1", ...], episode=0, rounds=1, round=0, ...) -> (record, supervisor).
-    Rounds share one memory file per test."""
-    store = SqliteMemoryStore(tmp_path / "memory.sqlite")
-
-    def run(policy, strategies, episode=0, rounds=1, round=0, seed=0, run_id="run", max_steps=35, views=None, **kw):
-        specs = [s if isinstance(s, dict) else {"name": s.split(":")[-1], "oracle": s.startswith("oracle:")}
-                 for s in strategies]
-        sup = BcrPolicy(policy, [make_strategy(s) for s in specs], store, run_id, rounds=rounds, **kw)
-        sup.begin_round(seed, round)
-        ep = tiny_world.episodes[episode]
-        r = EpisodeRun(tiny_world, ep, sup, seed, max_steps=max_steps, round=round, views=views)
-        while not r.done:
-            r.act()
-        record = r.record()
-        assert "error" not in record, record.get("error")
-        sup.finish_round(record)
-        return record, sup
-
-    run.store = store
-    return run
