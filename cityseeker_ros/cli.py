@@ -13,22 +13,13 @@ from typing import Any, Optional
 from cityseeker_ros import __version__
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
+from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.infra.redact import redact_logging, redact_text
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES
 
 METRIC_ORDER = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as",
                 "solvable")
-
-
-def _param(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,26 +43,26 @@ def build_parser() -> argparse.ArgumentParser:
                             "separate processes (or one with --single-process), run every task, write OUT like "
                             "`cityseeker benchmark` and stop every process started.")
     _benchmark_options(rb)
-    add_cli_options(rb, "benchmark", _param)
+    add_cli_options(rb, "benchmark")
     _runner_options(rb)
     rc = run_sub.add_parser("camera", help="camera.launch.py's nodes: a camera and GNSS walk the tasks, AR guidance "
                             "on /supervisor/guidance", description="Start graph_localiser, camera_ingest, "
                             "decision, supervisor (live) and evaluator; walk each task where the fixes on "
                             "--fix-topic go and write OUT like `cityseeker benchmark`.")
     _benchmark_options(rc)
-    add_cli_options(rc, "camera", _param)
+    add_cli_options(rc, "camera")
     _runner_options(rc)
     ra = run_sub.add_parser("airsim", help="airsim.launch.py's nodes: a drone in AirSim behind the safety gate",
                             description="Start airsim_bridge, graph_localiser, camera_ingest (turns the camera), "
                             "decision, supervisor (live) and evaluator against a running AirSim.")
     _benchmark_options(ra)
-    add_cli_options(ra, "airsim", _param)
+    add_cli_options(ra, "airsim")
     _runner_options(ra)
     rg = run_sub.add_parser("bag", help="bag_eval.launch.py's processes: decide every step of a recorded run again",
                             description="Play BAG's view sets and images into a fresh decision node with --policy, "
                             "record its decisions into --out-bag, then compare them with the recorded ones "
                             "(OUT_BAG.eval/redecide.json). `cityseeker bag eval BAG --data D` re-scores offline.")
-    add_cli_options(rg, "bag", _param)
+    add_cli_options(rg, "bag")
     rg.add_argument("--settle", type=float, default=10.0, help="seconds after playback for the last decision")
     rg.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
     rg.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
@@ -87,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     sk.add_argument("need", help="the need in words, e.g. 'I am thirsty'")
     _benchmark_options(sk)
     sk.add_argument("--world", dest="data", type=Path, help="the world folder (same as --data)")
-    add_cli_options(sk, "camera", _param)
+    add_cli_options(sk, "camera")
     sk.add_argument("--preempt", action="store_true", help="replace a goal already active on the server")
     sk.add_argument("--result", type=Path, help="also write the result as JSON to this file")
     sk.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
@@ -118,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--batch-size", type=int, help="episodes run in lockstep per process (default 1)")
     _executor_options(a)
     a.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
-    a.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
+    a.add_argument("--view-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="view source parameter (repeatable)")
     a.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
     a.add_argument("--follow-hints", choices=("auto", "prompt", "force"), help="B3 hints (default auto)")
@@ -166,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     ren.add_argument("--panorama", action="store_true", help="an equirectangular panorama instead of a view")
     ren.add_argument("--fov", type=float, default=90.0, help="horizontal field of view, degrees (default 90)")
     ren.add_argument("--size", type=_size, help="WIDTHxHEIGHT (default 640x480, panorama 2048x1024)")
-    ren.add_argument("--set", action="append", type=_param, default=[], metavar="KEY=VALUE",
+    ren.add_argument("--set", action="append", type=key_value_argument, default=[], metavar="KEY=VALUE",
                      help="render setting (difficulty knob), e.g. blur_sigma=1.5 or signs=false")
     ren.add_argument("--out", required=True, type=Path, help="image to write: .png, or .jpg/.jpeg for JPEG")
     from cityseeker_ros.bag.cli import add_parser as add_bag_parser
@@ -184,11 +175,11 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
     b.add_argument("--dataset", help="dataset format (default: auto-detect)")
     b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
-    b.add_argument("--param", action="append", type=_param, metavar="KEY=VALUE",
+    b.add_argument("--param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
     b.add_argument("--backend", help="VLM backend for --policy vlm (shorthand for --param backend=NAME)")
     b.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
-    b.add_argument("--backend-param", action="append", type=_param, metavar="KEY=VALUE",
+    b.add_argument("--backend-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="VLM backend parameter (repeatable), e.g. quantization=quanto-int8 or base_url=URL")
     b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
     b.add_argument("--max-steps", type=int, help="step budget (default 35)")
@@ -200,7 +191,7 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
                    "in one batched call (default 1)")
     b.add_argument("--dtw-threshold-m", type=float, help="d_th for nDTW, metres (default 50)")
     b.add_argument("--views", help=f"view source for images (default none); one of: {', '.join(VIEW_SOURCES.names())}")
-    b.add_argument("--view-param", action="append", type=_param, metavar="KEY=VALUE",
+    b.add_argument("--view-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
     b.add_argument("--strategy", action="append", metavar="[oracle:]NAME[:K=V,...]",
                    help="a BCR strategy under a supervisor (repeatable): B1, R3:n=5, oracle:B2 ... "
@@ -304,6 +295,7 @@ def cmd_benchmark(args: argparse.Namespace) -> int:
 
 def benchmark_config(args: argparse.Namespace):
     """The run's BenchmarkConfig and output folder from the flags, over --config's YAML."""
+    from cityseeker_ros.core.agents.vlm.policy import merge_backend_shorthands
     from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 
     options = dict(BENCHMARK_DEFAULTS)
@@ -316,13 +308,8 @@ def benchmark_config(args: argparse.Namespace):
     if "strategy" in flags and not flags["strategy"]:
         del flags["strategy"]
     options.update(flags)
-    # --backend/--model/--backend-param are policy parameters of the VLM policy, spelled out.
-    for key in ("backend", "model"):
-        if options[key] is not None:
-            options["param"][key] = options[key]
-    if options["backend_param"]:
-        options["param"]["backend_params"] = {**options["param"].get("backend_params", {}),
-                                              **options["backend_param"]}
+    options["param"] = merge_backend_shorthands(options["param"], options["backend"], options["model"],
+                                                options["backend_param"])
     for required in ("data", "policy", "out"):
         if options[required] in (None, ""):
             raise ConfigError(f"--{required} is required (on the command line or in --config)")

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_commands import NEEDS, REPO, Command, documented_commands
+from tests.docs_commands import DOCS, NEEDS, REPO, Command, documented_commands
 
 COMMANDS = documented_commands()
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Appended to a run so that it is cheap; later flags win in argparse.
 CAPS = {"benchmark": ["--limit", "1", "--max-steps", "2", "--no-progress"],
         "ablate": ["--limit", "1", "--max-steps", "2", "--seeds", "1", "--no-progress"],

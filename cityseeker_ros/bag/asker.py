@@ -2,12 +2,13 @@
 [--action /decision/decide]`.
 
 The decision node answers Decide goals, not a topic, so re-deciding a bag needs a client in
-the supervisor's place: this node takes every view set played on VIEWS_TOPIC (a world node's
-cityseeker_interfaces/ViewSet, or the supervisor's recorded Decide goals, which keep their
-prompt context) and sends it as a goal, one at a time in the order played, so no view set is
-skipped however fast the bag plays. The decision node publishes each answer on its
-`~/decision` topic for the recorder. A rejected goal (the node not configured yet) is sent
-again after RETRY_S. Callbacks only queue and send; nothing waits in them.
+the supervisor's place, with the supervisor's client (ros/decide_client.py): this node takes
+every view set played on VIEWS_TOPIC (a world node's cityseeker_interfaces/ViewSet, or the
+supervisor's recorded Decide goals, which keep their prompt context) and sends it as a goal,
+one at a time in the order played, so no view set is skipped however fast the bag plays. The
+decision node publishes each answer on its `~/decision` topic for the recorder. A rejected goal
+(the node not configured yet) is sent again after RETRY_S. Callbacks only queue and send;
+nothing waits in them.
 """
 from __future__ import annotations
 
@@ -19,15 +20,15 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from cityseeker_interfaces.action import Decide
 from cityseeker_interfaces.msg import ViewSet
-from cityseeker_ros.bag.topics import DECIDE_GOAL, KNOWN_TOPICS, VIEW_SET, normalise_topic
 from cityseeker_ros.core.infra.errors import ConfigError
-from cityseeker_ros.nodes.common import spin
+from cityseeker_ros.ros.bag_topics import DECIDE_GOAL, KNOWN_TOPICS, VIEW_SET, normalise_topic
+from cityseeker_ros.ros.decide_client import DecideClient
+from cityseeker_ros.ros.spin import spin
 
 RETRY_S = 0.5
 EVERY_VIEW_SET = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10_000, reliability=ReliabilityPolicy.RELIABLE,
@@ -45,7 +46,7 @@ class AskerNode(Node):
         self._busy = False
         self._retry_at = 0.0
         self._asked = self._answered = 0
-        self._client = ActionClient(self, Decide, action)
+        self._client = DecideClient(self, action)
         # Deep, so a view set played while the last one is still being queued is kept, not replaced.
         self.create_subscription(Decide.Goal if msgtype == DECIDE_GOAL else ViewSet,
                                  views_topic, self._on_view_set, EVERY_VIEW_SET)

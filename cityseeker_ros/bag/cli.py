@@ -13,18 +13,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cityseeker_ros.bag.arguments import add_play_arguments, add_record_arguments
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS
+from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 
 RECORDER = "cityseeker_ros.bag.recorder"
 PLAYER = "cityseeker_ros.bag.player"
-DEFAULT_CLOCK_HZ = 40.0  # ros2 bag play's /clock rate
 
 
 def add_parser(sub: Any) -> None:
     """Add `bag` and its sub-commands to the `cityseeker` parser's sub-parsers."""
-    from cityseeker_ros.cli import _param
-
     bag = sub.add_parser("bag", help="record, play and evaluate rosbag2 bags (MCAP or sqlite3)")
     bsub = bag.add_subparsers(dest="bag_command", required=True)
     add_record_arguments(bsub.add_parser("record", help="record the stack's topics into a bag (Ctrl-C stops)"))
@@ -43,45 +42,12 @@ def add_parser(sub: Any) -> None:
     ev.add_argument("--decision-topic", default="/decision/decision",
                     help="the recorded decisions (default /decision/decision)")
     ev.add_argument("--redecide", metavar="POLICY", help="decide every recorded view set again with POLICY")
-    ev.add_argument("--policy-param", action="append", type=_param, default=[], metavar="KEY=VALUE",
+    ev.add_argument("--policy-param", action="append", type=key_value_argument, default=[], metavar="KEY=VALUE",
                     help="parameter of the --redecide policy (repeatable; VALUE parsed as JSON when it can be)")
     ev.add_argument("--views-topic", help="view sets to re-decide (default /supervisor/decide_goal when recorded, "
                     "else /streetview_replay/views)")
     ev.add_argument("--images-topic", default="/streetview_replay/images",
                     help="the recorded images, for an image --redecide policy (default /streetview_replay/images)")
-
-
-def add_record_arguments(parser: argparse.ArgumentParser) -> None:
-    from cityseeker_ros.bag.storage import STORAGES
-
-    parser.add_argument("out", type=Path, help="bag folder to create (must not exist)")
-    parser.add_argument("--topics", nargs="+", metavar="TOPIC[:pkg/msg/Type]",
-                        help="topics to record (default: the benchmark's topics, docs/bags.md); a topic of "
-                        "unknown type takes its type from the graph")
-    parser.add_argument("--storage", default="mcap", help=f"one of: {', '.join(STORAGES.names())} (default mcap)")
-    parser.add_argument("--duration", type=float, help="stop after this many seconds")
-
-
-def _clock_hz(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"--clock rate must be > 0 Hz, got {text}")
-    return value
-
-
-def add_play_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("bag", type=Path, help="bag folder (or its .mcap / .db3 file)")
-    parser.add_argument("--rate", type=float, default=1.0,
-                        help="1 = recorded timing, 2 = twice as fast, 0 = as fast as subscribers take them")
-    parser.add_argument("--clock", type=_clock_hz, nargs="?", const=DEFAULT_CLOCK_HZ, default=None, metavar="HZ",
-                        help=f"publish /clock from the recorded time (HZ between messages; {DEFAULT_CLOCK_HZ:g})")
-    parser.add_argument("--topics", nargs="+", metavar="TOPIC", help="play only these topics")
-    parser.add_argument("--wait-for-subscribers", type=float, default=0.0, metavar="S",
-                        help="wait up to S seconds for every played topic to have a subscriber (a recorder)")
-    parser.add_argument("--subscribers", type=int, default=1, metavar="N",
-                        help="with --wait-for-subscribers: wait for N subscribers per topic (default 1)")
-    parser.add_argument("--ack-timeout", type=float, default=2.0, metavar="S",
-                        help="longest wait for subscribers to acknowledge a message before the next on its topic")
 
 
 def _module_argv(args: argparse.Namespace) -> list[str]:

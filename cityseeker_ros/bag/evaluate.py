@@ -5,27 +5,18 @@ with core.evaluation.metrics on the dataset, and compared with the metrics the r
 the records and summary are written as the benchmark writes them, so `cityseeker report` and
 the tables read them. Re-decide: every recorded view set (with its images) is shown to another
 policy, reset per task with the benchmark's random stream, and its action compared with the
-recorded decision, step by step.
+recorded decision, step by step (the comparison, written by ros/bag_records.write_redecision,
+is the one `cityseeker run bag` reports).
 """
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.bag.storage import BagReader
-from cityseeker_ros.bag.topics import (
-    DECIDE_GOAL,
-    DECISIONS,
-    REPLAY_EPISODE,
-    REPLAY_IMAGES,
-    REPLAY_VIEWS,
-    STRING,
-    SUPERVISOR_VIEWS,
-)
 from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.config import EPISODES_FILE, SUMMARY_FILE
@@ -37,31 +28,14 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.ros import typed  # message classes: plain Python, no rclpy
-from cityseeker_ros.ros.schema import DecisionMsg, EpisodeMsg, Record, ViewSetMsg, as_dict, parse
+from cityseeker_ros.ros.bag_records import Redecision, decision_outcome, recorded_decisions, records
+from cityseeker_ros.ros.bag_records import write_redecision as write_redecision  # bag/cli writes redecide's result
+from cityseeker_ros.ros.bag_storage import BagReader
+from cityseeker_ros.ros.bag_topics import DECISIONS, REPLAY_EPISODE, REPLAY_IMAGES, REPLAY_VIEWS, SUPERVISOR_VIEWS
+from cityseeker_ros.ros.schema import DecisionMsg, EpisodeMsg, ViewSetMsg, as_dict
 
 COMPARISON_FILE = "comparison.json"
-REDECIDE_FILE = "redecide.json"
-REDECISIONS_FILE = "redecisions.jsonl"
 TOLERANCE = 1e-9  # metrics are recomputed by the same code: anything larger is a real difference
-
-
-def _records(reader: BagReader, topic: str, model: type[Record]) -> Iterator[Record]:
-    """The records of a topic, in bag order: its cityseeker_interfaces messages (a view set also
-    from a recorded Decide goal, with the goal's prompt context), or the JSON in std_msgs/String
-    of bags recorded before the typed interfaces. A malformed one names topic and time."""
-    for message in reader.messages([topic]):
-        msg = reader.decode(message)
-        try:
-            if message.msgtype == STRING:
-                yield parse(model, msg.data)
-            elif message.msgtype == DECIDE_GOAL and model is ViewSetMsg:
-                yield typed.record_from(ViewSetMsg, msg.view_set, msg.context)
-            else:
-                yield typed.record_from(model, msg)
-        except ValueError as exc:  # pydantic's ValidationError included
-            raise ConfigError(f"{reader.path}: topic {topic} at {message.timestamp_ns} ns: not a "
-                              f"{model.__name__} ({str(exc).splitlines()[0]})") from None
 
 
 def ended_episodes(reader: BagReader, topic: str = REPLAY_EPISODE) -> list[EpisodeMsg]:
@@ -69,19 +43,12 @@ def ended_episodes(reader: BagReader, topic: str = REPLAY_EPISODE) -> list[Episo
     if topic not in reader.topics:
         raise ConfigError(f"{reader.path}: no topic {topic} in the bag (it has {', '.join(sorted(reader.topics))})")
     runs: dict[tuple, EpisodeMsg] = {}
-    for msg in _records(reader, topic, EpisodeMsg):
+    for msg in records(reader, topic, EpisodeMsg):
         if msg.status == "ended" and msg.task is not None:
             runs.setdefault(msg.task.key(), msg)
     if not runs:
         raise ConfigError(f"{reader.path}: no ended episode on {topic}")
     return list(runs.values())
-
-
-def recorded_decisions(reader: BagReader, topic: str = DECISIONS) -> dict[str, DecisionMsg]:
-    """view_set_id -> the decision the recorded run took for it."""
-    if topic not in reader.topics:
-        return {}
-    return {d.view_set_id: d for d in _records(reader, topic, DecisionMsg)}
 
 
 class Dataset:
@@ -193,44 +160,6 @@ def write_rescore(result: Rescore, out: Path, source: Mapping[str, Any]) -> dict
 
 # -- re-decide ---------------------------------------------------------------------------------
 
-@dataclass
-class Redecision:
-    policy: str
-    views_topic: str
-    steps: list[dict[str, Any]] = field(default_factory=list)
-
-    def per_episode(self) -> list[dict[str, Any]]:
-        runs: dict[tuple, dict[str, Any]] = {}
-        for s in self.steps:
-            row = runs.setdefault((s["episode_id"], s["seed"], s["round"], s["run"]), {
-                "episode_id": s["episode_id"], "seed": s["seed"], "round": s["round"], "run": s["run"],
-                "view_sets": 0, "compared": 0, "agreed": 0})
-            row["view_sets"] += 1
-            row["compared"] += s["agree"] is not None
-            row["agreed"] += bool(s["agree"])
-        for row in runs.values():
-            row["agreement"] = row["agreed"] / row["compared"] if row["compared"] else None
-        return list(runs.values())
-
-    def report(self) -> dict[str, Any]:
-        compared = [s for s in self.steps if s["agree"] is not None]
-        agreed = sum(bool(s["agree"]) for s in compared)
-        recorded_policies = sorted({s["recorded_policy"] for s in compared})
-        return {"policy": self.policy, "recorded_policies": recorded_policies, "views_topic": self.views_topic,
-                "view_sets": len(self.steps), "compared": len(compared), "agreed": agreed,
-                "agreement": agreed / len(compared) if compared else None,
-                "errors": sum(s["redecided"].get("error") is not None for s in self.steps),
-                "per_episode": self.per_episode()}
-
-
-def _outcome(decision: Optional[DecisionMsg]) -> Optional[dict[str, Any]]:
-    if decision is None:
-        return None
-    if decision.error is not None:
-        return {"error": decision.error}
-    return {"action": as_dict(decision.action)}
-
-
 def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] = None, *,
              data: Optional[Path] = None, dataset: str = "auto", views_topic: Optional[str] = None,
              images_topic: str = REPLAY_IMAGES, decision_topic: str = DECISIONS) -> Redecision:
@@ -249,7 +178,7 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
         if not counts.get(views_topic):
             raise ConfigError(f"{reader.path}: no view sets on {views_topic}")
         view_sets: dict[str, ViewSetMsg] = {}
-        for vs in _records(reader, views_topic, ViewSetMsg):
+        for vs in records(reader, views_topic, ViewSetMsg):
             if not vs.done:
                 view_sets.setdefault(vs.view_set_id, vs)
         decisions = recorded_decisions(reader, decision_topic)
@@ -288,39 +217,11 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
         except Exception as exc:  # a broken policy is reported per step, as the node would publish it
             step["redecided"] = {"error": f"{type(exc).__name__}: {exc}"}
         recorded = decisions.get(vs.view_set_id)
-        step["recorded"] = _outcome(recorded)
+        step["recorded"] = decision_outcome(recorded)
         step["recorded_policy"] = recorded.policy if recorded is not None else None
         step["agree"] = None if recorded is None else step["recorded"] == step["redecided"]
         result.steps.append(step)
     return result
-
-
-def compare_decisions(recorded: Path, redecided: Path, decision_topic: str = DECISIONS) -> Redecision:
-    """The decisions of a bag_eval run (`redecided`: a fresh decision node answering the played
-    view sets of `recorded`) against the recorded ones, view set by view set."""
-    with BagReader(recorded) as reader:
-        before = recorded_decisions(reader, decision_topic)
-    with BagReader(redecided) as reader:
-        after = recorded_decisions(reader, decision_topic)
-    policies = sorted({d.policy for d in after.values()})
-    result = Redecision(", ".join(policies) or "(none)", decision_topic)
-    for view_set_id, new in after.items():
-        old = before.get(view_set_id)
-        step = {"view_set_id": view_set_id, "episode_id": new.task.episode_id, "seed": new.task.seed,
-                "round": new.task.round, "run": new.task.run, "step": new.step, "redecided": _outcome(new),
-                "recorded": _outcome(old), "recorded_policy": old.policy if old is not None else None}
-        step["agree"] = None if old is None else step["recorded"] == step["redecided"]
-        result.steps.append(step)
-    return result
-
-
-def write_redecision(result: Redecision, out: Path) -> dict[str, Any]:
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / REDECISIONS_FILE, "".join(json.dumps(s, separators=(",", ":")) + "\n"
-                                                      for s in result.steps))
-    report = result.report()
-    write_json_atomic(out / REDECIDE_FILE, report)
-    return report
 
 
 def _count(values) -> dict[str, int]:

@@ -25,12 +25,12 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 
-from cityseeker_ros.bag.cli import add_play_arguments
+from cityseeker_ros.bag.arguments import add_play_arguments
 from cityseeker_ros.bag.recorder import message_class
-from cityseeker_ros.bag.storage import BagReader
-from cityseeker_ros.bag.topics import CLOCK_TOPIC, KNOWN_TOPICS, normalise_topic
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.ros import qos
+from cityseeker_ros.ros.bag_storage import BagReader
+from cityseeker_ros.ros.bag_topics import CLOCK_TOPIC, KNOWN_TOPICS, normalise_topic
 
 CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # what rosbag2 publishes /clock with
 

@@ -24,10 +24,10 @@ from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from cityseeker_ros.bag.cli import add_record_arguments
-from cityseeker_ros.bag.storage import BagWriter, QosOffer
-from cityseeker_ros.bag.topics import DEFAULT_TOPICS, TopicSpec, normalise_topic, topic_spec
+from cityseeker_ros.bag.arguments import add_record_arguments
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
+from cityseeker_ros.ros.bag_storage import BagWriter, QosOffer
+from cityseeker_ros.ros.bag_topics import DEFAULT_TOPICS, TopicSpec, normalise_topic, topic_spec
 
 DEPTH = 1000  # a burst of view images or a slow disk never drops what arrived
 DISCOVERY_PERIOD_S = 0.2

@@ -34,14 +34,16 @@ from cityseeker_ros.core.vehicles.airsim.bridge import (
     status_level,
     unguarded_config,
 )
-from cityseeker_ros.core.vehicles.airsim.client import AirSimError, load_client_module
+from cityseeker_ros.core.vehicles.airsim.client import load_client_module
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
 from cityseeker_ros.core.vehicles.airsim.motion import MOTION_MODES
 from cityseeker_ros.core.vehicles.safety import EStop, LatchFile, SafetyGate
 from cityseeker_ros.core.vehicles.safety.config import load_safety_config
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, convert_vehicle, qos, typed
 from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter
 from cityseeker_ros.ros.schema import CommandMsg, SafetyMsg
+from cityseeker_ros.ros.spin import spin
 
 IMAGE_FORMATS = convert.IMAGE_FORMATS  # raw (Image rgb8), png, jpeg (CompressedImage)
 # Heartbeats: best effort accepts both best-effort and reliable publishers; only arrival matters.

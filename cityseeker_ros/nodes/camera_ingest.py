@@ -21,10 +21,11 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.sensing.camera import FrameError, RunTask, TopicFrameSource, ViewSetBuilder, make_frame_source
 from cityseeker_ros.core.sensing.camera.rosbag import image_to_rgb
 from cityseeker_ros.core.tasks.environment import Observation
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter, world_parameter
 from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Task, ViewSetMsg
+from cityseeker_ros.ros.spin import spin
 
 
 class CameraIngestNode(Node):

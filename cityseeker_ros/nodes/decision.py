@@ -6,7 +6,7 @@ view sets and images: raw sensor_msgs/Image on `images` and CompressedImage on
 `image_format` of the world or camera node is understood without a setting here. A
 configuration error (a bad parameter, missing data, a model server that cannot be reached) is
 final: the transition ends in `finalized`, so a lifecycle manager
-stops asking, and the process exits with one line and CONFIG_ERROR_EXIT (nodes/common.py) so a
+stops asking, and the process exits with one line and CONFIG_ERROR_EXIT (ros/spin.py) so a
 runner stops the run; any other failure leaves it `unconfigured`, to be tried again.
 
 Decisions are a `Decide` action on `~/decide` (cityseeker_interfaces/action/Decide): a goal
@@ -51,10 +51,11 @@ from cityseeker_ros.core.evaluation.episode_run import episode_rng
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.infra.redact import redact, redact_text
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import VLM_DECISION, declare, json_parameter, policy_params
 from cityseeker_ros.ros.schema import DecisionMsg, Stamp, ViewSetMsg
+from cityseeker_ros.ros.spin import spin
 
 ImageKey = tuple[tuple[int, int], str]  # ((sec, nanosec) of the view set's stamp, frame id)
 REMEMBERED = 64  # decisions kept for goals that repeat a view set (a client's retry)
@@ -92,13 +93,13 @@ class VlmDecisionNode(LifecycleNode):
         self._timer = None
         self._active = False
         self._config_error: Optional[str] = None
-        self.fatal = Future()  # completed with a configuration error: common.spin_nodes exits
+        self.fatal = Future()  # completed with a configuration error: ros/spin.spin_nodes exits
         self._waiting: OrderedDict[str, Waiting] = OrderedDict()  # view set id -> goals, oldest first
         self._goal_futures: dict[bytes, Future] = {}  # goal id -> its future in `_waiting`
         self._reset_state()
         # result_timeout 1 s, not rclpy's 900: the status array the server publishes about three
         # times a goal lists every goal still kept, and an rclpy ActionClient decodes it in Python
-        # each time (2 ms at 180 goals). The supervisor does not subscribe to it (nodes/decide_client.py)
+        # each time (2 ms at 180 goals). The supervisor does not subscribe to it (ros/decide_client.py)
         # but other clients may. Clients ask for the result at acceptance, and a repeated goal gets
         # the stored decision, so nothing needs it longer.
         self._server = ActionServer(self, Decide, "~/decide", self._execute, goal_callback=self._on_goal,

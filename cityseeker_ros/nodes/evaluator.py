@@ -19,10 +19,11 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.benchmark import RunOutput, run_manifest, run_tasks
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.sensing.views import make_view_source
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import qos, typed
 from cityseeker_ros.ros.parameters import EVALUATOR, declare, run_config
 from cityseeker_ros.ros.schema import OutcomeMsg
+from cityseeker_ros.ros.spin import spin
 
 
 class EvaluatorNode(Node):

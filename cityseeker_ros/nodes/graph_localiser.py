@@ -21,10 +21,11 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser, Localisation, LocalisationStatus
 from cityseeker_ros.core.tasks.episode import World
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, yaw_from_quat
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare, world_parameter
 from cityseeker_ros.ros.schema import CommandMsg, GoalField, LocationMsg, Stamp
+from cityseeker_ros.ros.spin import spin
 
 # A supervisor goal is sent at a node's coordinates; farther than this from every node it names none.
 GOAL_NODE_MATCH_M = 0.5

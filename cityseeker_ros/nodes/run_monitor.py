@@ -20,8 +20,8 @@ from typing import Any, Optional
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
 
-from cityseeker_ros.nodes.common import spin
 from cityseeker_ros.ros import qos
+from cityseeker_ros.ros.spin import spin
 
 
 def _level(value: Any) -> int:

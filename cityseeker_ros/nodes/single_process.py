@@ -10,12 +10,10 @@ import json
 import sys
 from typing import Any
 
-import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
 from cityseeker_ros.core.infra.errors import CitySeekerError
-from cityseeker_ros.nodes.common import exit_config_error, spin_nodes
+from cityseeker_ros.ros.spin import ros_process, spin_nodes
 
 
 def node_class(module_name: str) -> type[Node]:
@@ -30,23 +28,10 @@ def node_class(module_name: str) -> type[Node]:
 
 def main(argv: Any = None) -> None:
     spec = json.loads(open((argv or sys.argv)[1]).read())
-    rclpy.init()
-    executor = SingleThreadedExecutor()
-    nodes: list[Node] = []
-    try:
+    with ros_process("single_process") as nodes:
         for entry in spec:
-            node = node_class(entry["module"])(cli_args=entry["args"], use_global_arguments=False)
-            nodes.append(node)
-            executor.add_node(node)
-        spin_nodes(executor, nodes)  # until shutdown or a node's configuration error
-    except CitySeekerError as exc:
-        exit_config_error("single_process", exc)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        for node in reversed(nodes):
-            node.destroy_node()
-        rclpy.try_shutdown()
+            nodes.append(node_class(entry["module"])(cli_args=entry["args"], use_global_arguments=False))
+        spin_nodes(nodes)  # until shutdown or a node's configuration error
 
 
 if __name__ == "__main__":

@@ -30,10 +30,11 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.sensing.views import make_view_source
 from cityseeker_ros.core.tasks.environment import Environment, Observation
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare, json_parameter
 from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin, Task, ViewSetMsg
+from cityseeker_ros.ros.spin import spin
 
 
 class StreetviewReplayNode(Node):

@@ -42,11 +42,14 @@ from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.benchmark import run_tasks
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.episode_server import EpisodeServerLoop
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.live import check_stall_timeout
 from cityseeker_ros.core.loop.live_loop import LiveLoop
 from cityseeker_ros.core.loop.replay import ReplayLoop
 from cityseeker_ros.core.loop.run_plan import RunPlan
+from cityseeker_ros.core.loop.seek_server import SeekServerSession
+from cityseeker_ros.core.loop.served import ForwardingOutputs
 from cityseeker_ros.core.loop.session import make_bcr_policy
 from cityseeker_ros.core.loop.state_machine import (
     EpisodeLoop,
@@ -60,10 +63,10 @@ from cityseeker_ros.core.tasks.environment import Action, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.vehicles.safety.commands import Command
 from cityseeker_ros.nodes import supervisor_actions
-from cityseeker_ros.nodes.common import publish_diagnostics, spin
-from cityseeker_ros.nodes.decide_client import DecideClient
+from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, markers, qos, typed
 from cityseeker_ros.ros.convert_vehicle import command_to_msg
+from cityseeker_ros.ros.decide_client import DecideClient
 from cityseeker_ros.ros.parameters import SUPERVISOR, declare, run_config
 from cityseeker_ros.ros.schema import (
     ActionMsg,
@@ -76,10 +79,12 @@ from cityseeker_ros.ros.schema import (
     SupervisorStatusMsg,
     ViewSetMsg,
 )
+from cityseeker_ros.ros.spin import spin
 
 # replay: the world node keeps the episode and takes actions (a benchmark); live: the world is real,
 # view sets come from camera_ingest, and each decision becomes a motion goal and AR guidance; seek
-# (live) and episodes (replay): no plan, goals of the Seek / RunEpisode action (nodes/supervisor_actions.py).
+# (live) and episodes (replay): no plan, goals of the Seek / RunEpisode action (core.loop.seek_server,
+# core.loop.episode_server; their servers: nodes/supervisor_actions.py).
 MODES = ("replay", "live", "seek", "episodes")
 # The transition that brings a lifecycle node in this state closer to active.
 LIFECYCLE = {"unconfigured": ("configure", Transition.TRANSITION_CONFIGURE),
@@ -95,7 +100,7 @@ class SupervisorNode(Node):
         self._config, keys = run_config(p)
         if p["mode"] not in MODES:
             raise ConfigError(f"parameter mode must be one of {', '.join(MODES)}, got {p['mode']!r}")
-        self._live = p["mode"] in ("live", supervisor_actions.SEEK)
+        self._live = p["mode"] in ("live", "seek")
         self._altitude_m = float(p["altitude_m"])
         worlds = load_dataset(Path(self._config.data), self._config.dataset)
         self._worlds = {w.city: w for w in worlds}
@@ -148,11 +153,14 @@ class SupervisorNode(Node):
         self.create_timer(float(p["diagnostics_period_s"]), self._publish_diagnostics)
         outputs = RosOutputs(self)
         self._loop: EpisodeLoop
-        if p["mode"] in supervisor_actions.MODES:
-            self._loop = supervisor_actions.make_loop(
-                p["mode"], self._config, worlds, memory, supervisor, outputs,
-                decision_timeout_s=self._decision_timeout_s, select_timeout_s=self._select_timeout_s,
-                stall_timeout_s=self._stall_timeout_s, altitude_m=self._altitude_m, safety_config=p["safety_config"])
+        if p["mode"] == "seek":
+            self._loop = SeekServerSession.for_worlds(
+                worlds, self._config, ForwardingOutputs(outputs), safety_config=p["safety_config"],
+                decision_timeout_s=self._decision_timeout_s, stall_timeout_s=self._stall_timeout_s,
+                altitude_m=self._altitude_m)
+        elif p["mode"] == "episodes":
+            self._loop = EpisodeServerLoop(self._config, worlds, memory, supervisor, ForwardingOutputs(outputs),
+                                           self._decision_timeout_s, self._select_timeout_s)
         elif self._live:
             self._loop = LiveLoop(self._config, plan, supervisor, outputs, self._decision_timeout_s,
                                   self._stall_timeout_s, self._altitude_m)

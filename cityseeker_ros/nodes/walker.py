@@ -17,11 +17,11 @@ from sensor_msgs.msg import NavSatFix
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.sim import SimulatedWalker
-from cityseeker_ros.nodes.common import spin
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.convert_vehicle import command_from_msg
 from cityseeker_ros.ros.parameters import WALKER, declare, world_parameter
 from cityseeker_ros.ros.schema import CommandMsg
+from cityseeker_ros.ros.spin import spin
 
 # The supervisor's ~/command: its message type and how a core Command is read from it (one place
 # to change when that topic's type does).

@@ -5,7 +5,6 @@ Message classes are plain Python (no rclpy, no running graph), so unit tests cal
 """
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numpy as np
@@ -17,7 +16,7 @@ from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
 from cityseeker_ros.core.vehicles.airsim.client import Kinematics
 from cityseeker_ros.core.vehicles.airsim.frames import quat_to_matrix
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
-from cityseeker_ros.ros.convert import image_to_msg, raw_image_msg, stamp_to_msg
+from cityseeker_ros.ros.convert import image_to_msg, stamp_to_msg
 from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, Stamp, VelocityField
 
 
@@ -48,11 +47,6 @@ def odometry_from_kinematics(k: Kinematics, stamp: Stamp, frame_id: str = "map",
     t = msg.twist.twist.linear
     t.x, t.y, t.z = (float(c) for c in body)
     return msg
-
-
-def rgb_image(rgb: np.ndarray, stamp: Stamp, frame_id: str) -> Image:
-    """Raw rgb8, row-major without padding (what image_transport's raw transport sends)."""
-    return raw_image_msg(rgb, stamp, frame_id)
 
 
 def camera_image(rgb: np.ndarray, stamp: Stamp, frame_id: str, image_format: str) -> Image | CompressedImage:
@@ -95,7 +89,3 @@ def command_to_msg(command: Command, stamp: Stamp, reason: str = "", view_set_id
 
 def safety_msg(status: BridgeStatus, stamp: Stamp) -> SafetyMsg:
     return SafetyMsg(stamp=stamp, moving=status.moving, code=status.code, reason=status.reason, estop=status.estop)
-
-
-def finite_or_nan(value: Optional[float]) -> float:
-    return math.nan if value is None else float(value)

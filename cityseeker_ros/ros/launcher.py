@@ -133,7 +133,9 @@ def run_bag(run: RunConfig, *, settle_s: float = 10.0, timeout_s: Optional[float
     run's policy, record the decisions into `run.out_bag`; `settle_s` after the player ends (time
     for the last decision) the recorder finishes its bag. The report compares them with the
     recorded ones."""
-    from cityseeker_ros.bag.evaluate import compare_decisions, write_redecision
+    # Here, not at the top: the records need the ROS message packages, which the other runs
+    # report missing themselves (ros.env.missing_ros_modules) rather than fail to import.
+    from cityseeker_ros.ros.bag_records import compare_decisions, write_redecision
 
     bag, out_bag = Path(run.bag), Path(run.out_bag)
     if not bag.exists():

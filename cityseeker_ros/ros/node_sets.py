@@ -147,7 +147,7 @@ def walker_node(config: BenchmarkConfig, fix_topic: str) -> NodeSpec:
 
 def seek_nodes(run: RunConfig) -> list[NodeSpec]:
     """A camera or AirSim run's nodes serving Seek goals: the supervisor in mode seek (no plan;
-    nodes/supervisor_actions.py) with the run's safety config (its geofence bounds where a goal
+    core.loop.seek_server) with the run's safety config (its geofence bounds where a goal
     may start) and no evaluator, since a seek writes no benchmark record."""
     if run.kind not in ("camera", "airsim"):
         raise ValueError(f"a seek runs on a camera or airsim node set, not {run.kind!r}")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
+from cityseeker_ros.core.agents.vlm.policy import merge_backend_shorthands
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
@@ -269,9 +270,10 @@ def json_parameter(name: str, text: str, kind: type = dict) -> Any:
     return value
 
 
-def policy_params(params: dict[str, Any], backend: str, model: str) -> dict[str, Any]:
-    """policy_params with the backend and model shorthands (as the CLI's --backend and --model)."""
-    return {**params, **({"backend": backend} if backend else {}), **({"model": model} if model else {})}
+def policy_params(params: dict[str, Any], backend: Optional[str], model: Optional[str]) -> dict[str, Any]:
+    """policy_params with the backend and model shorthands merged as the CLI's --backend and
+    --model are; a string parameter or launch argument spells "not given" as ''."""
+    return merge_backend_shorthands(params, backend or None, model or None)
 
 
 def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str, int]]]:

@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from cityseeker_ros.core.evaluation.config import MEMORY_FILE, BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.ros import parameters
 
 KINDS = ("benchmark", "camera", "airsim", "bag")
@@ -243,10 +244,8 @@ def from_settings(kind: str, values: Mapping[str, Any]) -> RunConfig:
     if missing:
         raise ConfigError(f"{kind} runs need {', '.join(missing)}")
     typed = {s.name: (values[s.name] if values.get(s.name) is not None else s.default()) for s in known}
-    policy_params = dict(typed.get("policy_params") or {})
-    for shorthand in ("backend", "model"):
-        if typed.get(shorthand):
-            policy_params[shorthand] = typed[shorthand]
+    policy_params = parameters.policy_params(typed.get("policy_params") or {}, typed.get("backend"),
+                                             typed.get("model"))
     core = {s.name: typed[s.name] for s in known if s.in_benchmark and typed[s.name] is not None}
     if "seeds" in core and isinstance(core["seeds"], int):
         core["seeds"] = list(range(core["seeds"]))
@@ -309,10 +308,9 @@ def with_benchmark(kind: str, benchmark: BenchmarkConfig, values: Mapping[str, A
 
 # -- the command line ------------------------------------------------------------------------------
 
-def add_cli_options(parser: Any, kind: str, key_value: Callable[[str], tuple[str, Any]]) -> None:
+def add_cli_options(parser: Any, kind: str) -> None:
     """The run subcommand's own options, from the table (a world run's shared benchmark options
-    come from cli.py's `_benchmark_options`). JSON-object settings take repeatable KEY=VALUE
-    (`key_value` parses one)."""
+    come from cli.py's `_benchmark_options`). JSON-object settings take repeatable KEY=VALUE."""
     for s in settings(kind):
         if s.shared_flag and kind in WORLD_RUNS:
             continue
@@ -321,7 +319,7 @@ def add_cli_options(parser: Any, kind: str, key_value: Callable[[str], tuple[str
         if not s.cli_flag.startswith("--"):
             parser.add_argument(s.name, help=s.description)
         elif s.parse is json_object:
-            parser.add_argument(s.cli_flag, dest=s.name, action="append", type=key_value, metavar="KEY=VALUE",
+            parser.add_argument(s.cli_flag, dest=s.name, action="append", type=key_value_argument, metavar="KEY=VALUE",
                                 help=s.description + " (repeatable)")
         else:
             kind_of = {_integer: int, _number: float}.get(s.parse, str)

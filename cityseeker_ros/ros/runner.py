@@ -75,7 +75,7 @@ class RunFailed(CitySeekerError):
     """A node the run needs died, or the run did not finish in time."""
 
 
-# The exit status of a node that cannot start for a configuration reason (nodes/common.py):
+# The exit status of a node that cannot start for a configuration reason (ros/spin.py):
 # the run cannot succeed, so it is never restarted. Its one-line reason goes to the file named
 # by EXIT_REASON_ENV, which the runner sets per process.
 CONFIG_ERROR_EXIT = 2

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from cityseeker_ros.bag import interfaces
-from cityseeker_ros.bag.storage import BagReader, BagWriter, typestore
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.ros import bag_interfaces
+from cityseeker_ros.ros.bag_storage import BagReader, BagWriter, typestore
 from tests.ros.conftest import REPO
 
 VIEW_SET = "cityseeker_interfaces/msg/ViewSet"
@@ -21,11 +21,11 @@ FEEDBACK = "cityseeker_interfaces/action/Seek_FeedbackMessage"
 
 
 def test_every_definition_carries_rosidl_s_type_hash():
-    share = interfaces.share_dir()
+    share = bag_interfaces.share_dir()
     recorded = {h["type_name"]: h["hash_string"] for path in share.glob("*/*.json")
                 for h in json.loads(path.read_text())["type_hashes"]}
     store = typestore()  # the bag tools' store: Jazzy's types plus the package's
-    names = interfaces.register(store)
+    names = bag_interfaces.register(store)
     messages = {f"cityseeker_interfaces/msg/{p.stem}" for p in (share / "msg").glob("*.msg")}
     actions = {f"cityseeker_interfaces/action/{p.stem}_{part}" for p in (share / "action").glob("*.action")
                for part in ("Goal", "Result", "Feedback", "FeedbackMessage")}
@@ -34,7 +34,7 @@ def test_every_definition_carries_rosidl_s_type_hash():
 
 
 def sample(store):
-    m = interfaces.message
+    m = bag_interfaces.message
     view_set = m(store, VIEW_SET, header={"stamp": {"sec": 17, "nanosec": 5}, "frame_id": "map"},
                  view_set_id="vs-1", node="n42", facing_deg=271.5, step=3, steps_left=7, feedback="straße ✓ 咖啡",
                  position={"latitude": 43.7384, "longitude": 7.4246, "altitude": math.nan},
@@ -97,7 +97,7 @@ import json, sys
 from rclpy.serialization import deserialize_message
 from cityseeker_interfaces.action import Seek
 from cityseeker_interfaces.msg import ViewSet
-from cityseeker_ros.bag.storage import BagReader
+from cityseeker_ros.ros.bag_storage import BagReader
 out = []
 with BagReader(sys.argv[1]) as reader:
     for m in reader.messages():
@@ -117,10 +117,10 @@ def test_rclpy_decodes_the_recorded_bytes(tmp_path, ros_env):
 
 def test_missing_package_and_bad_action_are_one_line_errors(tmp_path):
     with pytest.raises(ConfigError, match=f"cityseeker_interfaces is not installed in {tmp_path}: pip install"):
-        interfaces.share_dir([str(tmp_path)])
+        bag_interfaces.share_dir([str(tmp_path)])
     bad = tmp_path / "Bad.action"
     bad.write_text("string need\n---\nstring result\n")
     with pytest.raises(ConfigError, match="Bad.action: an action has goal, result and feedback .* found 1"):
-        interfaces.split_action(bad.read_text(), bad)
+        bag_interfaces.split_action(bad.read_text(), bad)
     with pytest.raises(ConfigError, match="ViewSet: no field colour"):
-        interfaces.message(typestore(), VIEW_SET, colour="red")
+        bag_interfaces.message(typestore(), VIEW_SET, colour="red")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from cityseeker_ros.bag.evaluate import redecide, rescore
-from cityseeker_ros.bag.storage import BagReader
-from cityseeker_ros.bag.topics import DEFAULT_TOPICS
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.ros import env as ros
+from cityseeker_ros.ros.bag_storage import BagReader
+from cityseeker_ros.ros.bag_topics import DEFAULT_TOPICS
 from tests.ros.conftest import REPO, require_ros
 from tests.ros.test_replay_decision import coloured_panoramas, in_process, start_nodes
 

@@ -11,12 +11,12 @@ from rclpy.serialization import serialize_message
 from rosbags.typesys.stores.ros2_jazzy import std_msgs__msg__String as String
 
 from cityseeker_ros.bag.evaluate import rescore, write_rescore
-from cityseeker_ros.bag.storage import BagReader, BagWriter, QosOffer
 from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.episode_run import run_episode
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import typed
+from cityseeker_ros.ros.bag_storage import BagReader, BagWriter, QosOffer
 from cityseeker_ros.ros.schema import EpisodeMsg, Task
 
 EPISODE_TOPIC = "/streetview_replay/episode"
@@ -140,11 +140,12 @@ def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path
     /supervisor/decide_goal and each answer on /decision/decision: re-deciding with the
     recorded policy agrees everywhere, and the view sets come back with their context."""
     from cityseeker_interfaces.action import Decide
-    from cityseeker_ros.bag.evaluate import _records, redecide
-    from cityseeker_ros.bag.topics import DECIDE_GOAL, DECISION, DECISIONS, SUPERVISOR_VIEWS
+    from cityseeker_ros.bag.evaluate import redecide
     from cityseeker_ros.core.evaluation.episode_run import episode_rng
     from cityseeker_ros.core.tasks.environment import Environment
     from cityseeker_ros.ros import convert
+    from cityseeker_ros.ros.bag_records import records
+    from cityseeker_ros.ros.bag_topics import DECIDE_GOAL, DECISION, DECISIONS, SUPERVISOR_VIEWS
     from cityseeker_ros.ros.schema import Stamp, ViewSetMsg
 
     world = load_dataset(tiny_city)[0]
@@ -167,7 +168,7 @@ def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path
             obs = env.step(decision.action).observation
             steps += 1
     with BagReader(tmp_path / "supervised") as reader:
-        read = list(_records(reader, SUPERVISOR_VIEWS, ViewSetMsg))
+        read = list(records(reader, SUPERVISOR_VIEWS, ViewSetMsg))
     assert [v.context["history"] for v in read] == [f"step {i}" for i in range(steps)]
     report = redecide(tmp_path / "supervised", "forward").report()
     assert report["views_topic"] == SUPERVISOR_VIEWS

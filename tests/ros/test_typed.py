@@ -12,9 +12,9 @@ import pytest
 
 from cityseeker_interfaces import msg as ci
 from cityseeker_interfaces.action import Decide
-from cityseeker_ros.bag.storage import typestore
 from cityseeker_ros.core.tasks.environment import Environment, move
 from cityseeker_ros.ros import convert, typed
+from cityseeker_ros.ros.bag_storage import typestore
 from cityseeker_ros.ros.schema import (
     ActionField,
     ActionMsg,

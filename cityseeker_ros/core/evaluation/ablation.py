@@ -18,7 +18,6 @@ Command-line syntax (YAML `cells:`/`policies:` lists take the same strings, or m
 from __future__ import annotations
 
 import html
-import json
 import re
 import sys
 from dataclasses import asdict, dataclass, field
@@ -32,6 +31,7 @@ from cityseeker_ros.core.evaluation.report.page import CSS, SYNTHETIC_TEXT
 from cityseeker_ros.core.evaluation.report.tables import Table, fmt, fmt_mean_sd, render_table_html, render_table_md
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
+from cityseeker_ros.core.infra.key_value import parse_key_value
 from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 
@@ -96,15 +96,8 @@ def parse_policy(text: str) -> dict[str, Any]:
     label, name = label.strip(), name.strip()
     if not name or not label:
         raise ConfigError(f"--policy {text!r}: expected [LABEL=]NAME[:KEY=VALUE,...]")
-    params = {}
-    for item in filter(None, (p.strip() for p in _PARAM_SPLIT.split(rest))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ConfigError(f"--policy {text!r}: expected KEY=VALUE, got {item!r}")
-        try:
-            params[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key.strip()] = value
+    params = dict(parse_key_value(item, where=f"--policy {text!r}")
+                  for item in filter(None, (p.strip() for p in _PARAM_SPLIT.split(rest))))
     return {"label": label, "policy": name, "params": params}
 
 

@@ -42,6 +42,8 @@ _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#'\"]+@")
 _QUERY = re.compile(r"([?&;])([^=&#\s]+)=([^&#\s'\"]*)")
 _SCHEMES = ("bearer", "basic", "token")  # "Authorization: Bearer ***" keeps its scheme
 _SCHEME_CREDENTIAL = re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{4,}")
+# "basic direction signs", "Token budget": a plain word after a scheme's name is prose, not a credential.
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*")
 _QUOTED_PAIR = re.compile(r"([\"'])([^\"'\n]{1,64})\1(\s*:\s*)([\"'])((?:\\.|(?!\4).)*)\4")
 _PAIR = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]{0,63})(\s*[:=]\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&'\"{}\[\]()]+)")
 
@@ -133,7 +135,7 @@ def redact_text(text: str) -> str:
 
     def scheme(m: re.Match[str]) -> str:
         token = m.group(0)[m.end(2) - m.start(0):]
-        if token == MASK:
+        if token == MASK or _PLAIN_WORD.fullmatch(token):
             return m.group(0)
         remember(token)
         return f"{m.group(1)}{m.group(2)}{MASK}"

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Optional
 from cityseeker_ros.core.agents.memory.store import MemoryKey, MemoryStore
 from cityseeker_ros.core.agents.policies.base import Decision
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.key_value import parse_key_value
 from cityseeker_ros.core.infra.registry import Registry
 from cityseeker_ros.core.tasks.environment import Observation
 from cityseeker_ros.core.tasks.episode import Episode, World
@@ -129,19 +130,11 @@ def make_strategy(spec: dict[str, Any]) -> Strategy:
 
 def parse_strategy(text: str) -> dict[str, Any]:
     """The command line's form: [oracle:]NAME[:key=value,...], values read as JSON where they parse."""
-    import json
-
     oracle = text.startswith("oracle:")
     name, _, rest = text[len("oracle:"):].partition(":") if oracle else text.partition(":")
     spec: dict[str, Any] = {"name": name.strip()}
     if oracle:
         spec["oracle"] = True
-    for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--strategy {text!r}: expected key=value, got {item!r}")
-        try:
-            spec[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            spec[key.strip()] = value
+    spec.update(parse_key_value(item, where=f"--strategy {text!r}", metavar="key=value")
+                for item in filter(None, (p.strip() for p in rest.split(","))))
     return spec

@@ -118,3 +118,19 @@ def test_logging_filter_masks_messages_arguments_and_tracebacks():
         log.removeHandler(handler)
     assert len(records) == 2 and not any(CANARY in r for r in records)
     assert "http://***@h/v1" in records[0] and "Bearer ***" in records[1]
+
+
+@pytest.mark.parametrize("prose", ["the sign-oracle reads basic direction signs", "Token budget exhausted",
+                                   "bearer capacity of the road"])
+def test_a_scheme_name_in_prose_masks_nothing_then_or_later(prose):
+    """Once "basic direction signs" was taken for a Basic credential, every later "direction" in
+    the process, in logs and episode errors alike, printed as ***."""
+    assert redact_text(prose) == prose
+    for later in ("direction", "turn towards the direction of the station", "exhausted", "capacity"):
+        assert redact_text(later) == later
+
+
+@pytest.mark.parametrize("credential", ["dXNlcjpwYXNzd29yZA==", "sk-abc123", "abcd1234", "eyJhbGciOi.J9.x"])
+def test_scheme_credentials_are_still_masked(credential):
+    assert redact_text(f"Authorization: Basic {credential}") == f"Authorization: Basic {MASK}"
+    assert redact_text(f"bearer {credential}") == f"bearer {MASK}"

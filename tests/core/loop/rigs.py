@@ -1,14 +1,18 @@
 """What the other nodes do, in process and without ROS, around a core episode loop: a recording
-`Outputs`, the replay world node (an Environment), and for live loops the package's simulated
-field (walker, graph localiser, the camera's view-set builder, a decider with its own policy)."""
+`Outputs`, the replay world node (an Environment) with a decider around a replay loop, and for
+live loops the package's simulated field (walker, graph localiser, the camera's view-set
+builder, a decider with its own policy)."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.agents.policies.base import PromptContext
+from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.loop.replay import ReplayLoop
 from cityseeker_ros.core.loop.seek import SeekFeedback, SeekOutputs, SeekResult
 from cityseeker_ros.core.loop.state_machine import LiveProgress, Outputs, SupervisorStatus, ViewSet, WorldEpisode
 from cityseeker_ros.core.sensing.camera.source import FrameSource, facing_of, make_views
@@ -112,6 +116,46 @@ class ReplayWorld:
         self.latest = ViewSet(f"{obs.episode_id}/run{self.run}/{self.count}", self.run, self.current[0],
                               self.current[1], obs.node, obs.facing, obs.step, obs)
         return self.latest
+
+
+class ReplayRig:
+    """A replay loop (made by `make_loop` with the rig's recorder as its outputs) between the
+    replay world and a decider with the run's policy, as the nodes exchange them; with `answer`
+    False the questions are parked instead of answered."""
+
+    def __init__(self, config: BenchmarkConfig, worlds: list[World],
+                 make_loop: Callable[[Outputs], ReplayLoop]) -> None:
+        self.recorder = Recorder()
+        self.loop = make_loop(self.recorder)
+        self.world = ReplayWorld(worlds, config.max_steps)
+        self.decider = PolicyDecider(make_policy(config.policy, **config.policy_params),
+                                     {e.episode_id: e for w in worlds for e in w.episodes})
+        self.seen = 0
+        self.answer = True
+        self.parked: list[tuple[ViewSet, Any, int]] = []
+
+    def deliver(self) -> None:
+        events = self.recorder.events
+        while self.seen < len(events):
+            kind, value = events[self.seen]
+            self.seen += 1
+            if kind == "select":
+                self.loop.view_set(self.world.select(*value))
+            elif kind == "ask":
+                if not self.answer:
+                    self.parked.append(value)
+                    continue
+                decision, records = self.decider.answer(*value)
+                self.loop.decision(value[0].view_set_id, decision, records)
+            elif kind == "act":
+                out = self.world.act(value[1])
+                (self.loop.view_set if isinstance(out, ViewSet) else self.loop.world_episode)(out)
+
+    def run(self) -> list[dict[str, Any]]:
+        self.loop.start()
+        self.deliver()
+        assert self.loop.state == "finished"
+        return self.recorder.of("outcome")
 
 
 class NoImages(FrameSource):

@@ -9,56 +9,24 @@ import json
 from typing import Any, Optional
 
 from cityseeker_ros.core.agents.memory import make_memory_store
-from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.replay import ReplayLoop
 from cityseeker_ros.core.loop.run_plan import RunPlan
 from cityseeker_ros.core.loop.session import make_bcr_policy
-from cityseeker_ros.core.loop.state_machine import ViewSet
-from cityseeker_ros.core.vehicles.sim import PolicyDecider
 from tests.core.evaluation.test_benchmark import lines
-from tests.core.loop.rigs import FakeClock, Recorder, ReplayWorld
+from tests.core.loop.rigs import FakeClock, ReplayRig
 
 
-class ReplayRig:
-    def __init__(self, config: BenchmarkConfig, bench: Benchmark, clock: Optional[FakeClock] = None) -> None:
-        worlds = list(bench.worlds.values())
-        memory = make_memory_store("sqlite", path=config.memory) if config.supervised else None
-        plan = RunPlan.from_keys(config, worlds, [bench.key(t) for t in bench.tasks()], memory)
-        self.recorder = Recorder()
-        kw: dict[str, Any] = {"clock": clock} if clock is not None else {}
-        self.loop = ReplayLoop(config, plan, make_bcr_policy(config, memory) if memory else None, self.recorder,
-                               decision_timeout_s=10.0, select_timeout_s=10.0, **kw)
-        self.world = ReplayWorld(worlds, config.max_steps)
-        self.decider = PolicyDecider(make_policy(config.policy, **config.policy_params),
-                               {e.episode_id: e for w in worlds for e in w.episodes})
-        self.seen = 0
-        self.answer = True
-        self.parked: list[tuple[ViewSet, Any, int]] = []
-
-    def deliver(self) -> None:
-        events = self.recorder.events
-        while self.seen < len(events):
-            kind, value = events[self.seen]
-            self.seen += 1
-            if kind == "select":
-                self.loop.view_set(self.world.select(*value))
-            elif kind == "ask":
-                if not self.answer:
-                    self.parked.append(value)
-                    continue
-                decision, records = self.decider.answer(*value)
-                self.loop.decision(value[0].view_set_id, decision, records)
-            elif kind == "act":
-                out = self.world.act(value[1])
-                (self.loop.view_set if isinstance(out, ViewSet) else self.loop.world_episode)(out)
-
-    def run(self) -> list[dict[str, Any]]:
-        self.loop.start()
-        self.deliver()
-        assert self.loop.state == "finished"
-        return self.recorder.of("outcome")
+def replay_rig(config: BenchmarkConfig, bench: Benchmark, clock: Optional[FakeClock] = None) -> ReplayRig:
+    """The run's tasks, in the benchmark's order, on a replay loop."""
+    worlds = list(bench.worlds.values())
+    memory = make_memory_store("sqlite", path=config.memory) if config.supervised else None
+    plan = RunPlan.from_keys(config, worlds, [bench.key(t) for t in bench.tasks()], memory)
+    kw: dict[str, Any] = {"clock": clock} if clock is not None else {}
+    return ReplayRig(config, worlds, lambda outputs: ReplayLoop(
+        config, plan, make_bcr_policy(config, memory) if memory else None, outputs, decision_timeout_s=10.0,
+        select_timeout_s=10.0, **kw))
 
 
 def test_the_replay_loop_writes_the_in_process_records(hk6, tmp_path):
@@ -67,7 +35,7 @@ def test_the_replay_loop_writes_the_in_process_records(hk6, tmp_path):
     Benchmark(BenchmarkConfig(**settings, memory=str(tmp_path / "a.sqlite"))).run(tmp_path / "a", progress=False)
     expected = [json.loads(x) for x in lines(tmp_path / "a" / "episodes.jsonl")]
     config = BenchmarkConfig(**settings, memory=str(tmp_path / "b.sqlite"))
-    assert ReplayRig(config, Benchmark(config)).run() == expected
+    assert replay_rig(config, Benchmark(config)).run() == expected
     assert any(e["kind"] == "backtrack" for r in expected for e in r["supervisor"]["events"])
 
 
@@ -77,7 +45,7 @@ def test_unsupervised_replay_matches_and_a_late_decision_holds_once(tiny_city, t
     bench.run(tmp_path / "a", progress=False)
     expected = [json.loads(x) for x in lines(tmp_path / "a" / "episodes.jsonl")]
     clock = FakeClock()
-    rig = ReplayRig(config, Benchmark(config), clock)
+    rig = replay_rig(config, Benchmark(config), clock)
     rig.answer = False
     rig.loop.start()
     rig.deliver()
@@ -104,7 +72,7 @@ def test_unsupervised_replay_matches_and_a_late_decision_holds_once(tiny_city, t
 def test_a_stale_run_is_ignored_and_a_lost_selection_is_asked_again(tiny_city):
     config = BenchmarkConfig(data=str(tiny_city), policy="forward", limit=1)
     clock = FakeClock()
-    rig = ReplayRig(config, Benchmark(config), clock)
+    rig = replay_rig(config, Benchmark(config), clock)
     [(episode_id, seed)] = [rig.loop.plan.current()[0].key]
     # The loop saw run 5 before it selected: runs up to 5 are not the one it asked for.
     rig.world.run = 5

@@ -19,14 +19,12 @@ from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.agents.policies.base import Policy
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
-from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.seek import (
     MAX_NEED_CHARS,
     SeekAnswer,
     SeekRequest,
     SeekSession,
 )
-from cityseeker_ros.core.loop.seek_world import world_around, world_for_position
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.tasks.environment import STOP, Action, move
 from cityseeker_ros.core.vehicles.safety import CircleFence, EStop
@@ -248,7 +246,6 @@ def test_the_vehicles_safety_file_bounds_where_a_seek_may_start(monaco_dir):
 
 def test_a_seek_on_monaco_walked_with_gnss_noise(monaco_dir):
     world = load_dataset(monaco_dir)[0]
-    assert world_for_position([world], world.graph.frame.lat0, world.graph.frame.lon0) is world
     node = world.graph.nodes[world.episodes[0].start]
     at = destination(node.lat, node.lon, 90.0, 3.0)
     session, rig = seek_rig(world, make_policy("random"), at, speed_m_s=1.4, noise_m=1.0)
@@ -260,21 +257,3 @@ def test_a_seek_on_monaco_walked_with_gnss_noise(monaco_dir):
     assert result.outcome == "budget" and result.steps == 5 and len(feedback) == 5
     assert result.distance_m > 0 and all(f.node in world.graph.nodes for f in feedback)
 
-
-def test_a_seek_from_a_world_built_around_the_position(monaco_pbf, monaco_dir):
-    """A field trial where no world folder covers the place: the graph is built from the OSM
-    extract around the vehicle, and the seek starts on it."""
-    node = load_dataset(monaco_dir)[0].graph.nodes[load_dataset(monaco_dir)[0].episodes[0].start]
-    world = world_around(monaco_pbf, node.lat, node.lon, radius_m=300.0)
-    assert 20 < len(world.graph) < 1000 and world.episodes == []
-    nearest, distance = world.graph.nearest_nodes(node.lat, node.lon, 1)[0]
-    assert distance < 30.0
-    session, rig = seek_rig(world, make_policy("random"), (node.lat, node.lon))
-    assert session.submit(SeekRequest("a bakery", max_steps=3), node.lat, node.lon).accepted
-    run_until_done(session, rig)
-    [result] = rig.recorder.of("result")
-    assert result.outcome == "budget" and result.path[0] == nearest and result.steps == 3
-    far = destination(node.lat, node.lon, 0.0, 2000.0)  # outside the built square: off its graph
-    assert session.submit(SeekRequest("a bakery"), *far).code == "off_graph"
-    with pytest.raises(ConfigError, match="radius_m"):
-        world_around(monaco_pbf, node.lat, node.lon, radius_m=0.0)

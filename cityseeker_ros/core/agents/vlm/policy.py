@@ -83,6 +83,29 @@ def _decision_dict(parsed: Optional[ParsedDecision], action: Action) -> dict[str
             "observations": [o.model_dump() for o in parsed.observations] if parsed is not None else []}
 
 
+def merge_backend_shorthands(params: dict[str, Any], backend: Optional[str] = None, model: Optional[str] = None,
+                             backend_params: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """`params` with the shorthands for this policy's backend, model and backend_params merged in
+    (`--backend`, `--model`, `--backend-param`; a ROS run's or decision node's backend and model),
+    in this one place so that the CLI, a launch and a node hand the policy the same parameters.
+    A shorthand that is not None wins over the same key in `params`; backend parameters are
+    merged into `params`' backend_params key by key. `params` itself is left as it was."""
+    merged = dict(params)
+    for key, value in (("backend", backend), ("model", model)):
+        if value is not None:
+            merged[key] = value
+    if backend_params:
+        merged["backend_params"] = {**_backend_params(merged.get("backend_params")), **backend_params}
+    return merged
+
+
+def _backend_params(value: Any) -> dict[str, Any]:
+    """The backend_params parameter as a new dict (None is none); anything but a mapping is refused."""
+    if value is not None and not isinstance(value, dict):
+        raise ConfigError(f"vlm policy: backend_params must be a mapping, got {value!r}")
+    return dict(value or {})
+
+
 _SHARED_BACKENDS: dict[tuple[str, str], Backend] = {}
 
 
@@ -134,9 +157,7 @@ class VlmPolicy(Policy):
         for name, value, least in (("retries", retries, 0), ("max_new_tokens", max_new_tokens, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ConfigError(f"vlm policy: {name} must be an integer >= {least}, got {value!r}")
-        if backend_params is not None and not isinstance(backend_params, dict):
-            raise ConfigError(f"vlm policy: backend_params must be a mapping, got {backend_params!r}")
-        params = dict(backend_params or {})
+        params = _backend_params(backend_params)
         if model is not None:
             if "model" in params:
                 raise ConfigError("vlm policy: give the model once, as model or in backend_params, not both")

@@ -11,7 +11,7 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.safety import CircleFence, PolygonFence
 from cityseeker_ros.core.vehicles.safety.config import load_safety_config
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 def test_the_shipped_example_loads_with_its_geofence():

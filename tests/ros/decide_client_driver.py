@@ -1,8 +1,8 @@
-"""Test helper, run as its own ROS process: `python -m tests.nodes.decide_client_driver --ros-args
+"""Test helper, run as its own ROS process: `python -m tests.ros.decide_client_driver --ros-args
 -p out:=OUT.json -p trials:=N -p ticks:=K -p tick_s:=T -p seed:=S`, against the Decide server of
 tests/interfaces/decide_peers.py (role server) on /test/decide.
 
-Drives nodes/decide_client.DecideClient as the supervisor does (result asked for at acceptance):
+Drives ros/decide_client.DecideClient as the supervisor does (result asked for at acceptance):
 a plain goal and its result; a goal the server rejects; `trials` goals of `ticks` feedback ticks,
 each cancelled at a random instant; and what the client left on the graph (subscriptions: the
 point of the client is to take none, so the server's status messages wake nobody here). Only
@@ -20,7 +20,7 @@ from action_msgs.msg import GoalStatus
 from rclpy.node import Node
 
 from cityseeker_interfaces.action import Decide
-from cityseeker_ros.nodes.decide_client import DecideClient
+from cityseeker_ros.ros.decide_client import DecideClient
 from tests.interfaces.decide_peers import STATUS, sample_view_set
 
 ACTION = "/test/decide"

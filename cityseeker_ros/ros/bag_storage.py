@@ -9,6 +9,9 @@ A bag is written into a hidden sibling folder and renamed into place when it is 
 folder at the requested path is always a finished bag; a writer that crashed leaves only
 `.NAME.partial-*` behind (its messages are in there, but without metadata.yaml or, for MCAP,
 the summary section, nothing mistakes it for a complete bag).
+
+In the ROS layer, not among the bag tools, because `cityseeker run bag` (ros/launcher.py) reads
+the bags it made as well.
 """
 from __future__ import annotations
 
@@ -19,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from cityseeker_ros.bag import interfaces
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.registry import Registry
+from cityseeker_ros.ros import bag_interfaces
 
 STORAGES: Registry = Registry("bag storage")
 BAG_VERSION = 9  # rosbag2's metadata version of Jazzy
@@ -44,12 +47,12 @@ def _sqlite3() -> Any:
 
 def typestore() -> Any:
     """The message types of ROS 2 Jazzy, as rosbags knows them, plus cityseeker_interfaces'
-    where that package is installed (bag/interfaces.py)."""
+    where that package is installed (ros/bag_interfaces.py)."""
     from rosbags.typesys import Stores, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
-    if interfaces.installed():
-        interfaces.register(store)
+    if bag_interfaces.installed():
+        bag_interfaces.register(store)
     return store
 
 
@@ -100,12 +103,12 @@ class BagWriter:
         if topic in self._connections:
             return
         if msgtype not in self._typestore.fielddefs:
-            known = "" if interfaces.installed() else f" ({interfaces.PACKAGE} is not installed)"
+            known = "" if bag_interfaces.installed() else f" ({bag_interfaces.PACKAGE} is not installed)"
             raise ConfigError(f"topic {topic}: message type {msgtype} is not a ROS 2 Jazzy standard type "
-                              f"nor a {interfaces.PACKAGE} type{known} (the bag needs its definition)")
+                              f"nor a {bag_interfaces.PACKAGE} type{known} (the bag needs its definition)")
         self._connections[topic] = self._writer.add_connection(
             topic, msgtype, typestore=self._typestore, offered_qos_profiles=[o.to_rosbags() for o in offers],
-            **interfaces.connection_definition(self._typestore, msgtype))  # action feedback topics
+            **bag_interfaces.connection_definition(self._typestore, msgtype))  # action feedback topics
         self.counts[topic] = 0
 
     def write(self, topic: str, timestamp_ns: int, data: bytes) -> None:

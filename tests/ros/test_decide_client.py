@@ -1,4 +1,4 @@
-"""nodes/decide_client.DecideClient against a plain rclpy Decide ActionServer over real DDS (two
+"""ros/decide_client.DecideClient against a plain rclpy Decide ActionServer over real DDS (two
 processes on loopback): acceptance, result, rejection and cancel at random instants behave as
 with rclpy's ActionClient, and the client takes no subscription, so the server's status
 messages (three a goal) wake nothing in the supervisor."""
@@ -13,7 +13,7 @@ def test_decide_client_goals_results_rejection_and_cancel(ros_processes):
     ros_processes.node("tests.interfaces.decide_peers", "-p", "role:=server", "-p", f"tick_s:={TICK_S}",
                        name="server")
     out = ros_processes.logs / "driver_out.json"
-    driver = ros_processes.node("tests.nodes.decide_client_driver", "-p", f"out:={out}", "-p", f"trials:={TRIALS}",
+    driver = ros_processes.node("tests.ros.decide_client_driver", "-p", f"out:={out}", "-p", f"trials:={TRIALS}",
                                 "-p", f"ticks:={TICKS}", "-p", f"tick_s:={TICK_S}", "-p", "seed:=11", name="driver")
     report = ros_processes.finish((driver, out), timeout_s=240)
 

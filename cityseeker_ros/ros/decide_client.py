@@ -1,5 +1,5 @@
-"""A `Decide` action client that takes only what the supervisor uses: the goal's acceptance,
-its result, and cancel.
+"""The one `Decide` action client, for the supervisor node and the bag asker: it takes only what
+they use, the goal's acceptance, its result, and cancel.
 
 Why not rclpy's ActionClient: it also subscribes to the action's status topic, which the server
 publishes about three times a goal (accepted, executing, done) as an array of every goal it

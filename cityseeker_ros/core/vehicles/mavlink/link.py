@@ -1,0 +1,474 @@
+"""A PX4 or ArduPilot vehicle over MAVLink 2 (pymavlink): the `VehicleLink` contract in autopilot terms.
+
+- The stack flies in the flavour's control mode (PX4 OFFBOARD, ArduPilot GUIDED), entered only by an
+  explicit `take_control()`. When the autopilot leaves that mode by itself (a pilot's RC mode switch,
+  its own failsafe), the link refuses every further motion with `PilotOverride` and never switches back
+  on its own; only another `take_control()` does.
+- Setpoints are streamed by a `SetpointStreamer` that runs only while the owner's `keepalive()` (or a
+  new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
+- hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
+  ArduPilot BRAKE / LAND / RTL); they give control back to the autopilot.
+- `link_lost` is true when nothing at all came from the vehicle for `link_loss_s` (1 s), or no
+  heartbeat for three times that: both autopilots send HEARTBEAT at only 1 Hz, so a one-second
+  heartbeat limit would flap on a healthy link, while position telemetry comes at 5-50 Hz.
+
+Every motion-related message (setpoints, arming, takeoff, mode changes, speed changes) leaves through
+`_send_motion`, the one place a caller's gate can be checked against.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+from cityseeker_ros.core.vehicles.link import (
+    Capabilities,
+    ConnectReport,
+    Fence,
+    Heard,
+    LinkError,
+    PilotOverride,
+    VehicleLink,
+    VehicleState,
+)
+from cityseeker_ros.core.vehicles.mavlink import fence as fence_protocol
+from cityseeker_ros.core.vehicles.mavlink.command import run_command
+from cityseeker_ros.core.vehicles.mavlink.connection import MavlinkConnection, Message
+from cityseeker_ros.core.vehicles.mavlink.flavours import (
+    FLAVOURS,
+    Flavour,
+    autopilot_name,
+    flavour_named,
+    heading_from_yaw,
+)
+from cityseeker_ros.core.vehicles.mavlink.streamer import SetpointStreamer
+from cityseeker_ros.core.vehicles.mavlink.transport import parse_endpoint
+
+# POSITION_TARGET_TYPEMASK bits
+_IGNORE_POSITION = 1 | 2 | 4
+_IGNORE_VELOCITY = 8 | 16 | 32
+_IGNORE_ACCEL = 64 | 128 | 256
+_IGNORE_YAW, _IGNORE_YAW_RATE = 1024, 2048
+# Telemetry the link asks for (MAV_CMD_SET_MESSAGE_INTERVAL): ArduPilot sends little unless asked.
+STREAMS_HZ = {"GLOBAL_POSITION_INT": 10.0, "ATTITUDE": 10.0, "SYS_STATUS": 1.0}
+RELEASED, HELD, OVERRIDDEN = "released", "held", "overridden"
+
+
+@dataclass(frozen=True)
+class PositionSetpoint:
+    lat: float
+    lon: float
+    alt_m: float  # above home
+    heading_deg: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class VelocitySetpoint:
+    east_m_s: float
+    north_m_s: float
+    up_m_s: float
+    yaw_rate_deg_s: float  # ENU: positive counter-clockwise
+
+
+Setpoint = Union[PositionSetpoint, VelocitySetpoint]
+
+
+class MavlinkLink(VehicleLink):
+    name = "mavlink"
+
+    def __init__(self, endpoint: str = "udp://:14540", system_id: Optional[int] = None,
+                 component_id: Optional[int] = None, flavour: str = "auto", source_system: int = 255,
+                 source_component: int = mavlink.MAV_COMP_ID_MISSIONPLANNER, takeoff_alt_m: float = 10.0,
+                 setpoint_hz: float = 10.0, keepalive_s: float = 0.5, prestream_s: float = 0.5,
+                 link_loss_s: float = 1.0, command_timeout_s: float = 0.5, command_retries: int = 5) -> None:
+        self.endpoint = parse_endpoint(endpoint)
+        if flavour != "auto":
+            flavour_named(flavour)
+        self._flavour_name = flavour
+        self.system_id, self.component_id = system_id, component_id
+        self.source_system, self.source_component = source_system, source_component
+        self.takeoff_alt_m = float(takeoff_alt_m)
+        self.setpoint_hz, self.keepalive_s, self.prestream_s = setpoint_hz, keepalive_s, prestream_s
+        self.link_loss_s = link_loss_s
+        self.command_timeout_s, self.command_retries = command_timeout_s, command_retries
+        self._conn: Optional[MavlinkConnection] = None
+        self._flavour: Optional[Flavour] = None
+        self._started = time.monotonic()
+        # Control state, guarded by _motion_lock together with every motion send.
+        self._motion_lock = threading.RLock()
+        self._control = RELEASED
+        self._confirmed = False  # a heartbeat has shown the control mode since take_control()
+        self._override_reason: Optional[str] = None
+        self._streamer: Optional[SetpointStreamer[Setpoint]] = None
+        self.motion_sent = 0
+        self.report: Optional[ConnectReport] = None
+
+    # -- connection ------------------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(arm=True, takeoff=True, go_to=True, velocity=True, hold=True, land=True, rtl=True,
+                            fence=True, take_control=True)
+
+    @property
+    def flavour(self) -> Flavour:
+        if self._flavour is None:
+            raise LinkError("not connected: call connect() first")
+        return self._flavour
+
+    def connect(self, timeout_s: float = 3.0) -> ConnectReport:
+        if self._conn is not None:
+            raise LinkError(f"already connected to {self.endpoint.describe()}")
+        started = time.monotonic()
+        conn = MavlinkConnection(self.endpoint, self.source_system, self.source_component)
+        conn.open(timeout_s)
+        try:
+            found = conn.wait_for_autopilot(max(timeout_s - (time.monotonic() - started), 0.0), self.system_id,
+                                            self.component_id)
+            if found is None:
+                raise LinkError(self._nothing_heard(conn.heard(), timeout_s))
+            system, component, autopilot = found
+            name = autopilot_name(autopilot) if self._flavour_name == "auto" else self._flavour_name
+            if name not in FLAVOURS:
+                raise LinkError(f"system {system} on {self.endpoint.describe()} runs {name}, neither PX4 nor "
+                                "ArduPilot; pass flavour='px4' or 'ardupilot' to speak one of them anyway")
+            conn.choose(system, component)
+        except BaseException:
+            conn.close()
+            raise
+        self._flavour = flavour_named(name)
+        conn.on_message = self._on_message
+        self._conn = conn
+        for message, hz in STREAMS_HZ.items():  # fire and forget: telemetry shows whether it worked
+            conn.send(mavlink.MAVLink_command_long_message(
+                system, component, mavlink.MAV_CMD_SET_MESSAGE_INTERVAL, 0,
+                float(getattr(mavlink, f"MAVLINK_MSG_ID_{message}")), 1e6 / hz, 0, 0, 0, 0, 0))
+        heard = conn.heard()
+        chosen = next(h for h in heard if (h.system_id, h.component_id) == (system, component))
+        self.report = ConnectReport(self.endpoint.describe(), name, system, component, chosen.vehicle_type,
+                                    conn.target_heartbeats, heard, conn.protocol, time.monotonic() - started)
+        return self.report
+
+    def _nothing_heard(self, heard: tuple[Heard, ...], timeout_s: float) -> str:
+        where = self.endpoint.describe()
+        wanted = "an autopilot" if self.system_id is None else f"system {self.system_id}"
+        if self.component_id is not None:
+            wanted += f" component {self.component_id}"
+        if heard:
+            return (f"no heartbeat from {wanted} on {where} within {timeout_s:g} s; heard "
+                    + ", ".join(str(h) for h in heard) + "; set system_id / component_id to one of these")
+        hint = {"udpin": "is the vehicle sending to this port (PX4 SITL sends to 14540)?",
+                "udpout": "is the vehicle or router listening there?",
+                "tcp": "is this the vehicle's MAVLink port (ArduPilot SITL: 5760)?",
+                "serial": "are the device and baud rate right?"}[self.endpoint.scheme]
+        return f"no MAVLink heartbeat on {where} within {timeout_s:g} s; {hint}"
+
+    def _require_conn(self) -> MavlinkConnection:
+        if self._conn is None:
+            raise LinkError("not connected: call connect() first")
+        return self._conn
+
+    def close(self) -> None:
+        streamer = self._streamer
+        if streamer is not None:
+            streamer.stop("the link was closed")
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- telemetry -------------------------------------------------------------------------------------
+    def state(self) -> VehicleState:
+        conn = self._require_conn()
+        latest, heartbeat_t, message_t = conn.snapshot()
+        now = time.monotonic()
+        heartbeat, position = latest.get("HEARTBEAT"), latest.get("GLOBAL_POSITION_INT")
+        attitude, status = latest.get("ATTITUDE"), latest.get("SYS_STATUS")
+        mode = self.flavour.mode_name(heartbeat.custom_mode) if heartbeat is not None else "unknown"
+        lat = lon = alt = heading = roll = pitch = yaw = clock = battery = None
+        velocity = (0.0, 0.0, 0.0)
+        if position is not None:
+            lat, lon, alt = position.lat / 1e7, position.lon / 1e7, position.relative_alt / 1000.0
+            velocity = (position.vy / 100.0, position.vx / 100.0, -position.vz / 100.0)
+            clock = position.time_boot_ms / 1000.0
+            if position.hdg != 65535:
+                heading = position.hdg / 100.0
+        if attitude is not None:
+            roll, pitch = math.degrees(attitude.roll), math.degrees(attitude.pitch)
+            heading = heading_from_yaw(attitude.yaw)
+        if heading is not None:
+            yaw = (90.0 - heading + 180.0) % 360.0 - 180.0
+        if status is not None and status.battery_remaining >= 0:
+            battery = status.battery_remaining / 100.0
+        with self._motion_lock:
+            in_control = self._control == HELD and mode == self.flavour.control_mode
+        return VehicleState(
+            lat=lat, lon=lon, alt_m=alt, heading_deg=heading, roll_deg=roll, pitch_deg=pitch, yaw_deg=yaw,
+            velocity_enu=velocity,
+            armed=bool(heartbeat is not None and heartbeat.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED),
+            mode=mode, in_control=in_control, battery_fraction=battery, autopilot_time_s=clock,
+            heartbeat_age_s=now - heartbeat_t if heartbeat_t is not None else math.inf,
+            link_lost=self._lost(now, heartbeat_t, message_t))
+
+    @property
+    def link_lost(self) -> bool:
+        if self._conn is None:
+            return True
+        _, heartbeat_t, message_t = self._conn.snapshot()
+        return self._lost(time.monotonic(), heartbeat_t, message_t)
+
+    def _lost(self, now: float, heartbeat_t: Optional[float], message_t: Optional[float]) -> bool:
+        if heartbeat_t is None or message_t is None:
+            return True
+        return now - message_t > self.link_loss_s or now - heartbeat_t > 3 * self.link_loss_s
+
+    @property
+    def streaming(self) -> bool:
+        """The setpoint stream is running (False before take_control() and after it stopped)."""
+        streamer = self._streamer
+        return streamer is not None and streamer.alive
+
+    @property
+    def override_reason(self) -> Optional[str]:
+        return self._override_reason
+
+    def _on_message(self, msg: Message) -> None:
+        """On the reader thread: notice the autopilot leaving the control mode by itself."""
+        if msg.get_type() != "HEARTBEAT" or self._flavour is None:
+            return
+        mode = self._flavour.mode_name(msg.custom_mode)
+        streamer = None
+        with self._motion_lock:
+            if self._control != HELD:
+                return
+            if mode == self._flavour.control_mode:
+                self._confirmed = True
+                return
+            if not self._confirmed:
+                return  # a heartbeat sent before our mode change took effect
+            self._control = OVERRIDDEN
+            self._override_reason = (f"the autopilot left {self._flavour.control_mode} for {mode} by itself "
+                                     "(pilot RC mode switch or failsafe); motion refused until take_control()")
+            streamer = self._streamer
+        if streamer is not None:
+            streamer.stop(self._override_reason)
+
+    # -- the one gated send ----------------------------------------------------------------------------
+    def _send_motion(self, msg: Message) -> None:
+        """Every motion-related message leaves here: setpoints, arming, takeoff, mode and speed changes."""
+        with self._motion_lock:
+            if self._control == OVERRIDDEN:
+                raise PilotOverride(self._override_reason or "a pilot took over")
+            self._require_conn().send(msg)
+            self.motion_sent += 1
+
+    def _command(self, what: str, command: int, params: Sequence[float]) -> None:
+        outcome = run_command(self._require_conn(), self._send_motion, command, params, self.command_timeout_s,
+                              self.command_retries)
+        if not outcome.accepted:
+            raise LinkError(outcome.refusal(what))
+
+    def _set_mode(self, mode: str) -> None:
+        self._command(f"{self.flavour.name} mode {mode}", mavlink.MAV_CMD_DO_SET_MODE,
+                      self.flavour.set_mode_params(mode))
+
+    def _await_mode(self, mode: str) -> str:
+        """Wait (as long as a command may take) for a heartbeat showing `mode`; the mode last shown."""
+        deadline = time.monotonic() + self.command_timeout_s * (self.command_retries + 1)
+        while True:
+            shown = self.state().mode
+            if shown == mode or time.monotonic() > deadline:
+                return shown
+            time.sleep(0.02)
+
+    def _check_not_overridden(self) -> None:
+        with self._motion_lock:
+            if self._control == OVERRIDDEN:
+                raise PilotOverride(self._override_reason or "a pilot took over")
+
+    # -- arming, takeoff, control ------------------------------------------------------------------------
+    def arm(self) -> None:
+        self._command("arming", mavlink.MAV_CMD_COMPONENT_ARM_DISARM, [1.0])
+
+    def takeoff(self, alt_m: Optional[float] = None, timeout_s: float = 30.0) -> None:
+        alt = self.takeoff_alt_m if alt_m is None else float(alt_m)
+        if not (math.isfinite(alt) and alt > 0):
+            raise LinkError(f"takeoff height must be a positive number of metres; got {alt_m}")
+        self._check_not_overridden()
+        flavour = self.flavour
+        if flavour.takeoff_mode is not None:
+            self._set_mode(flavour.takeoff_mode)
+        position = self._position("takeoff")
+        home_amsl = (position.alt - position.relative_alt) / 1000.0
+        nan = math.nan if flavour.name == "px4" else 0.0  # PX4: NaN means "here" and "current yaw"
+        self._command(f"takeoff to {alt:g} m", mavlink.MAV_CMD_NAV_TAKEOFF,
+                      [0.0, 0.0, 0.0, nan, nan, nan, flavour.takeoff_param7(alt, home_amsl)])
+        if timeout_s <= 0:
+            return
+        deadline = time.monotonic() + timeout_s
+        while True:  # there, and (PX4) out of AUTO.TAKEOFF: the autopilot itself says the climb is over
+            state = self.state()
+            if (state.alt_m or 0.0) >= alt - max(0.5, 0.05 * alt) and state.mode != "AUTO.TAKEOFF":
+                return
+            if time.monotonic() > deadline:
+                raise LinkError(f"takeoff: at {state.alt_m or 0.0:.1f} m of {alt:g} m after {timeout_s:g} s "
+                                f"(mode {state.mode})")
+            time.sleep(0.05)
+
+    def take_control(self) -> None:
+        """Stream a hold-here setpoint, then enter the control mode (PX4 refuses OFFBOARD without a
+        stream). Clears a pilot override: the one way back after it."""
+        flavour = self.flavour
+        here = self._here()
+        old = self._streamer
+        if old is not None:
+            old.stop("take_control() started a new stream")
+        with self._motion_lock:
+            self._control, self._confirmed, self._override_reason = HELD, False, None
+            streamer: SetpointStreamer[Setpoint] = SetpointStreamer(
+                self._send_setpoint, here, self.setpoint_hz, self.keepalive_s, name=f"{flavour.name} setpoint")
+            self._streamer = streamer
+        try:
+            streamer.start()
+            if flavour.needs_stream:
+                until = time.monotonic() + self.prestream_s
+                while time.monotonic() < until:  # the owner is here, waiting: keep the stream's leash fresh
+                    streamer.keepalive()
+                    time.sleep(min(0.05, self.keepalive_s / 4))
+                streamer.keepalive()
+            self._set_mode(flavour.control_mode)
+            shown = self._await_mode(flavour.control_mode)
+            if shown != flavour.control_mode:
+                raise LinkError(f"{flavour.name} accepted {flavour.control_mode} but its heartbeat still shows "
+                                f"{shown}")
+        except BaseException:
+            with self._motion_lock:
+                if self._control == HELD:
+                    self._control = RELEASED
+            streamer.stop("take_control() failed")
+            raise
+
+    def keepalive(self) -> None:
+        streamer = self._streamer
+        if streamer is not None and streamer.alive:
+            try:
+                streamer.keepalive()
+            except LinkError:
+                pass  # it stopped between the two lines; go_to/velocity will say why
+
+    def _position(self, what: str) -> Message:
+        """The latest GLOBAL_POSITION_INT, waiting for a first one as long as a command would."""
+        conn = self._require_conn()
+        deadline = time.monotonic() + self.command_timeout_s * (self.command_retries + 1)
+        while True:
+            position = conn.snapshot()[0].get("GLOBAL_POSITION_INT")
+            if position is not None:
+                return position
+            if time.monotonic() > deadline:
+                raise LinkError(f"{what}: no GLOBAL_POSITION_INT from the vehicle (no position fix?)")
+            time.sleep(0.02)
+
+    def _here(self) -> PositionSetpoint:
+        self._position("take_control")
+        s = self.state()
+        return PositionSetpoint(s.lat, s.lon, s.alt_m, s.heading_deg)  # type: ignore[arg-type]
+
+    def _require_control(self, what: str) -> SetpointStreamer[Setpoint]:
+        with self._motion_lock:
+            if self._control == OVERRIDDEN:
+                raise PilotOverride(self._override_reason or "a pilot took over")
+            if self._control != HELD or self._streamer is None:
+                raise LinkError(f"{what}: the link does not hold control (vehicle in {self.state().mode}); "
+                                "call take_control() first")
+            return self._streamer
+
+    # -- motion ----------------------------------------------------------------------------------------
+    def go_to(self, lat: float, lon: float, alt_m: float, heading_deg: Optional[float] = None,
+              speed_m_s: Optional[float] = None) -> None:
+        values = [lat, lon, alt_m] + [v for v in (heading_deg, speed_m_s) if v is not None]
+        if not all(math.isfinite(v) for v in values) or abs(lat) > 90 or abs(lon) > 180:
+            raise LinkError(f"go_to: not a position: {lat}, {lon}, {alt_m} m, heading {heading_deg}")
+        streamer = self._require_control("go_to")
+        if speed_m_s is not None:
+            if speed_m_s <= 0:
+                raise LinkError(f"go_to: speed must be positive; got {speed_m_s}")
+            self._command(f"speed {speed_m_s:g} m/s", mavlink.MAV_CMD_DO_CHANGE_SPEED, [1.0, speed_m_s, -1.0])
+        setpoint = PositionSetpoint(float(lat), float(lon), float(alt_m), heading_deg)
+        streamer.set(setpoint)
+        self._send_setpoint(setpoint)
+
+    def velocity(self, east_m_s: float, north_m_s: float, up_m_s: float = 0.0,
+                 yaw_rate_deg_s: float = 0.0) -> None:
+        if not all(math.isfinite(v) for v in (east_m_s, north_m_s, up_m_s, yaw_rate_deg_s)):
+            raise LinkError(f"velocity: not a velocity: {east_m_s}, {north_m_s}, {up_m_s}, {yaw_rate_deg_s}")
+        streamer = self._require_control("velocity")
+        setpoint = VelocitySetpoint(float(east_m_s), float(north_m_s), float(up_m_s), float(yaw_rate_deg_s))
+        streamer.set(setpoint)
+        self._send_setpoint(setpoint)
+
+    def _send_setpoint(self, setpoint: Setpoint) -> None:
+        system, component = self._require_conn().target or (0, 0)
+        boot_ms = int((time.monotonic() - self._started) * 1000) & 0xFFFFFFFF
+        if isinstance(setpoint, PositionSetpoint):
+            mask = _IGNORE_VELOCITY | _IGNORE_ACCEL | _IGNORE_YAW_RATE
+            yaw = 0.0
+            if setpoint.heading_deg is None:
+                mask |= _IGNORE_YAW
+            else:
+                yaw = math.radians(setpoint.heading_deg)  # NED yaw: clockwise from north
+            msg = mavlink.MAVLink_set_position_target_global_int_message(
+                boot_ms, system, component, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT, mask,
+                int(round(setpoint.lat * 1e7)), int(round(setpoint.lon * 1e7)), setpoint.alt_m,
+                0, 0, 0, 0, 0, 0, yaw, 0)
+        else:
+            msg = mavlink.MAVLink_set_position_target_local_ned_message(
+                boot_ms, system, component, mavlink.MAV_FRAME_LOCAL_NED, _IGNORE_POSITION | _IGNORE_ACCEL | _IGNORE_YAW,
+                0, 0, 0, setpoint.north_m_s, setpoint.east_m_s, -setpoint.up_m_s, 0, 0, 0, 0,
+                -math.radians(setpoint.yaw_rate_deg_s))
+        self._send_motion(msg)
+
+    def hold(self) -> None:
+        self._give_back(self.flavour.hold_mode)
+
+    def land(self) -> None:
+        self._give_back(self.flavour.land_mode)
+
+    def return_to_launch(self) -> None:
+        self._give_back(self.flavour.rtl_mode)
+
+    def _give_back(self, mode: str) -> None:
+        """Hand the vehicle to one of the autopilot's own modes. The stream runs until the switch is
+        acknowledged, so PX4 never sees OFFBOARD without setpoints on the way out."""
+        with self._motion_lock:
+            if self._control == OVERRIDDEN:
+                raise PilotOverride(self._override_reason or "a pilot took over")
+            before, self._control = self._control, RELEASED  # our own switch is not an override
+        try:
+            self._set_mode(mode)
+        except BaseException:
+            with self._motion_lock:
+                if self._control == RELEASED:
+                    self._control = before
+            raise
+        streamer = self._streamer
+        if streamer is not None:
+            streamer.stop(f"handed to {mode}")
+        self._await_mode(mode)  # so that state() says so on return; the switch itself was acknowledged
+
+    # -- fence -----------------------------------------------------------------------------------------
+    def upload_fence(self, polygon: Sequence[tuple[float, float]], max_alt_m: float,
+                     breach_action: str = "hold") -> Fence:
+        """Returns the fence as the vehicle holds it: vertices at MAVLink's 1e-7 degree resolution."""
+        vertices = tuple((round(float(lat) * 1e7) / 1e7, round(float(lon) * 1e7) / 1e7) for lat, lon in polygon)
+        fence = Fence(vertices, round(float(max_alt_m), 3), breach_action)  # a float32 parameter keeps ~7 digits
+        fence_protocol.upload_fence(self._require_conn(), self.flavour, fence, self.command_timeout_s,
+                                    self.command_retries)
+        return fence
+
+    def read_fence(self) -> Fence:
+        return fence_protocol.read_fence(self._require_conn(), self.flavour, self.command_timeout_s,
+                                         self.command_retries)
+

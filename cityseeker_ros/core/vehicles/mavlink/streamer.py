@@ -1,0 +1,94 @@
+"""The setpoint stream PX4's OFFBOARD mode needs (at least 2 Hz, started before the switch), held on a
+short leash: it resends the owner's current setpoint only while the owner's keepalive is fresh. When
+the owner's control loop crashes or stalls, the stream stops within the keepalive limit and the
+autopilot's own offboard-loss failsafe takes over; the vehicle never flies on a stale setpoint.
+
+A stopped streamer stays stopped: it has no restart. Streaming again takes a new streamer, which only
+an explicit `take_control()` makes.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Generic, Optional, TypeVar
+
+from cityseeker_ros.core.vehicles.link import LinkError
+
+S = TypeVar("S")
+
+
+class SetpointStreamer(Generic[S]):
+    def __init__(self, send: Callable[[S], None], setpoint: S, rate_hz: float = 10.0, keepalive_s: float = 0.5,
+                 name: str = "setpoints") -> None:
+        if rate_hz <= 0 or keepalive_s <= 0:
+            raise LinkError(f"setpoint stream needs a positive rate and keepalive; got {rate_hz} Hz, {keepalive_s} s")
+        self._send = send
+        self._setpoint = setpoint
+        self.period_s = 1.0 / rate_hz
+        self.keepalive_s = keepalive_s
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._last_keepalive = time.monotonic()
+        self.stop_reason: Optional[str] = None
+        self.sent = 0
+        self._thread = threading.Thread(target=self._run, name=f"{name} streamer", daemon=True)
+
+    def start(self) -> SetpointStreamer[S]:
+        self._last_keepalive = time.monotonic()
+        self._thread.start()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return not self._stopped.is_set()
+
+    def keepalive(self) -> None:
+        """The owner is alive. Refused once stopped: a stopped stream does not come back."""
+        with self._lock:
+            self._check_alive()
+            self._last_keepalive = time.monotonic()
+
+    def set(self, setpoint: S) -> None:
+        """A new setpoint, sent from the next tick on; a new command is also a keepalive."""
+        with self._lock:
+            self._check_alive()
+            self._setpoint = setpoint
+            self._last_keepalive = time.monotonic()
+
+    @property
+    def setpoint(self) -> S:
+        with self._lock:
+            return self._setpoint
+
+    def stop(self, reason: str) -> None:
+        with self._lock:
+            if self.stop_reason is None:
+                self.stop_reason = reason
+            self._stopped.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=1.0)
+
+    def _check_alive(self) -> None:
+        if self._stopped.is_set():
+            raise LinkError(f"setpoint stream stopped ({self.stop_reason}); call take_control() to start a new one")
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            with self._lock:
+                age = time.monotonic() - self._last_keepalive
+                if age > self.keepalive_s:
+                    self.stop_reason = self.stop_reason or (
+                        f"the owner's keepalive is {age:.2f} s old, over the {self.keepalive_s:g} s limit")
+                    self._stopped.set()
+                    return
+                setpoint = self._setpoint
+            try:
+                self._send(setpoint)
+            except LinkError as exc:  # a pilot took over, or the link closed: never retry
+                with self._lock:
+                    self.stop_reason = self.stop_reason or str(exc)
+                    self._stopped.set()
+                return
+            self.sent += 1
+            self._stopped.wait(self.period_s)
