@@ -63,8 +63,9 @@ clean-demo:
 	rm -rf $(DEMO_WORLD) $(DEMO_OUT)
 
 help:
-	@echo "make demo        build the Monaco world, run ocr-embed through the ROS 2 nodes and random on"
-	@echo "                 $(DEMO_PER_CATEGORY) test episodes per category, print them side by side, write"
-	@echo "                 $(DEMO_OUT)/{ocr-embed,random}/ and $(DEMO_OUT)/ocr-embed/report.html"
+	@echo "make demo        build the Monaco world, run ocr-embed through the ROS 2 nodes, then random,"
+	@echo "                 sign-oracle and oracle, on $(DEMO_PER_CATEGORY) test episodes per category; print them"
+	@echo "                 side by side with a one-line reading, write $(DEMO_OUT)/{ocr-embed,random,"
+	@echo "                 sign-oracle,oracle}/ and $(DEMO_OUT)/ocr-embed/report.html"
 	@echo "make test        install everything into $(VENV) and run the test suite (what CI runs)"
 	@echo "make clean-demo  remove $(DEMO_WORLD) and $(DEMO_OUT)"

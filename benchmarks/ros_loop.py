@@ -201,22 +201,32 @@ def ros_step_ms(data: Path, episodes: int, single_process: bool, policy_name: st
                 views: Optional[dict[str, Any]] = None,
                 image_format: Optional[str] = None) -> RosFigures:
     """Per-episode p50 and p95 of the supervisor's view-set-to-view-set period, and CPU per step."""
+    extra: list[str] = []
+    hook: Optional[Path] = None
+    if views:
+        extra += ["--views", "panorama-folder"] + [a for k, v in views.items() for a in ("--view-param", f"{k}={v}")]
+        hook = Path(__file__).resolve().parent  # every process of the run knows forward-seeing
+        if image_format:
+            extra += ["--image-format", image_format]
+    return run_benchmark_over_ros(data, episodes, single_process, policy_name, extra, hook)
+
+
+def run_benchmark_over_ros(data: Path, episodes: int, single_process: bool, policy_name: str, extra: Sequence[str],
+                           hook: Optional[Path] = None) -> RosFigures:
+    """`cityseeker run benchmark` on the first `episodes` episodes with `extra` arguments; `hook`: a
+    benchmarks folder whose ros_loop registers forward-seeing in every process of the run."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         command = [sys.executable, "-m", "cityseeker_ros.cli", "run", "benchmark", "--data", str(data), "--policy",
-                   policy_name, "--limit", str(episodes), "--out", str(out), "--timeout", "600"]
+                   policy_name, "--limit", str(episodes), "--out", str(out), "--timeout", "600", *extra]
         env = dict(os.environ)
-        if views:
-            command += ["--views", "panorama-folder"] + [a for k, v in views.items() for a in ("--view-param",
-                                                                                             f"{k}={v}")]
-            hook = Path(tmp) / "hook"  # every process of the run knows forward-seeing
-            hook.mkdir()
-            (hook / "sitecustomize.py").write_text(
-                f"import sys\nsys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
+        if hook is not None:
+            site = Path(tmp) / "hook"
+            site.mkdir()
+            (site / "sitecustomize.py").write_text(
+                f"import sys\nsys.path.insert(0, {str(hook)!r})\n"
                 "import ros_loop\nros_loop.register_seeing_policy()\n")
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH", "")) if p)
-            if image_format:
-                command += ["--image-format", image_format]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
         with CpuSampler(out / "ros" / "processes.json") as cpu:
             done = subprocess.run(command + (["--single-process"] if single_process else []), capture_output=True,
                                   text=True, env=env)

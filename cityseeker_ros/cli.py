@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="write report.html and report.md for a benchmark output")
     r.add_argument("out", type=Path, help="a benchmark output folder (with summary.json)")
 
-    c = sub.add_parser("compare", help="print benchmark runs side by side (they must cover the same episodes)")
+    c = sub.add_parser("compare", help="print benchmark runs side by side (they must cover the same episodes), with a "
+                       "one-line reading when random and oracle rows are among them")
     c.add_argument("runs", nargs="+", type=Path, help="two or more benchmark output folders")
     c.add_argument("--out", type=Path, help="also write the table as Markdown to this file")
 
@@ -473,11 +474,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.evaluation.compare import comparison
+    from cityseeker_ros.core.evaluation.compare import comparison_table, load_runs, reading
     from cityseeker_ros.core.evaluation.report.tables import render_table_md
     from cityseeker_ros.core.infra.files import write_text_atomic
 
-    text = render_table_md(comparison(args.runs))
+    runs = load_runs(args.runs)
+    line = reading(runs)
+    text = render_table_md(comparison_table(runs)) + (f"\n{line}\n" if line else "")
     print(text, end="")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,6 @@ from typing import Any, Optional
 
 import rclpy
 from rclpy.duration import Duration
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -31,6 +30,7 @@ from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.ros import qos
 from cityseeker_ros.ros.bag_storage import BagReader
 from cityseeker_ros.ros.bag_topics import CLOCK_TOPIC, KNOWN_TOPICS, normalise_topic
+from cityseeker_ros.ros.spin import ros_process
 
 CLOCK_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)  # what rosbag2 publishes /clock with
 
@@ -127,24 +127,19 @@ def play(args: argparse.Namespace) -> int:
     if args.rate < 0:
         raise ConfigError(f"--rate must be >= 0 (0: as fast as possible), got {args.rate}")
     reader = BagReader(args.bag)
-    rclpy.init()
-    node = None
     try:
-        node = BagPlayerNode(reader, args.topics, args.rate, args.clock, args.ack_timeout)
-        if args.wait_for_subscribers > 0:
-            lonely = node.wait_for_subscribers(args.wait_for_subscribers, args.subscribers)
-            if lonely:
-                node.get_logger().warning(f"fewer than {args.subscribers} subscriber(s) on {', '.join(lonely)} "
-                                          f"after {args.wait_for_subscribers:g} s")
-        started = time.monotonic()
-        count = node.play()
-        print(f"played {count} messages from {args.bag} in {time.monotonic() - started:.2f} s", flush=True)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with ros_process("bag play", exit_on_config_error=False) as nodes:
+            node = BagPlayerNode(reader, args.topics, args.rate, args.clock, args.ack_timeout)
+            nodes.append(node)
+            if args.wait_for_subscribers > 0:
+                lonely = node.wait_for_subscribers(args.wait_for_subscribers, args.subscribers)
+                if lonely:
+                    node.get_logger().warning(f"fewer than {args.subscribers} subscriber(s) on {', '.join(lonely)} "
+                                              f"after {args.wait_for_subscribers:g} s")
+            started = time.monotonic()
+            count = node.play()
+            print(f"played {count} messages from {args.bag} in {time.monotonic() - started:.2f} s", flush=True)
     finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
         reader.close()
     return 0
 

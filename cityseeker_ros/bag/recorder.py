@@ -1,7 +1,7 @@
 """Record topics into a rosbag2 bag: `python -m cityseeker_ros.bag.recorder OUT [--topics ...]`.
 
 A node with raw subscriptions: what DDS delivers is written as is, stamped with its receive
-time (as `ros2 bag record` does). Topics with a known type (cityseeker_ros.bag.topics) are
+time (as `ros2 bag record` does). Topics with a known type (cityseeker_ros.ros.bag_topics) are
 subscribed at once, reliable and transient-local, so the latched state the stack publishes
 (episode, view set, decision) is captured even when it was published before the recorder
 started. Topics of unknown type are subscribed when a publisher appears on the graph, with its
@@ -20,7 +20,6 @@ from typing import Any, Optional
 
 import rclpy
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
@@ -28,6 +27,7 @@ from cityseeker_ros.bag.arguments import add_record_arguments
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.ros.bag_storage import BagWriter, QosOffer
 from cityseeker_ros.ros.bag_topics import DEFAULT_TOPICS, TopicSpec, normalise_topic, topic_spec
+from cityseeker_ros.ros.spin import ros_process
 
 DEPTH = 1000  # a burst of view images or a slow disk never drops what arrived
 DISCOVERY_PERIOD_S = 0.2
@@ -141,23 +141,17 @@ def record(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise ConfigError(f"--duration must be > 0 s, got {args.duration}")
     writer = BagWriter(args.out, args.storage)
-    rclpy.init()
-    node = None
     try:
-        node = BagRecorderNode(writer, topics)
-        node.get_logger().info(f"recording {len(topics)} topics to {args.out} ({args.storage})")
-        deadline = None if args.duration is None else time.monotonic() + args.duration
-        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
-            rclpy.spin_once(node, timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with ros_process("bag record", exit_on_config_error=False) as nodes:
+            node = BagRecorderNode(writer, topics)
+            nodes.append(node)
+            node.get_logger().info(f"recording {len(topics)} topics to {args.out} ({args.storage})")
+            deadline = None if args.duration is None else time.monotonic() + args.duration
+            while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
+                rclpy.spin_once(node, timeout_sec=0.1)
     except BaseException:
         writer.abort()
         raise
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
     path = writer.close()
     total = sum(writer.counts.values())
     print(f"wrote {path}: {total} messages on {sum(1 for c in writer.counts.values() if c)} topics", flush=True)

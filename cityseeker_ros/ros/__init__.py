@@ -1,3 +1,4 @@
-"""ROS 2 glue that needs no running graph: the process environment, message schemas, QoS and
-conversions between core types and messages. The nodes in `cityseeker_ros.nodes` use them;
-the core never imports this package."""
+"""ROS 2 glue: the process environment, parameters, the one run configuration, message records
+and conversions, QoS, bag storage, and the runner. Only `qos`, `spin` and `decide_client`
+import rclpy (tests/ros/test_static.py keeps that list); the nodes in `cityseeker_ros.nodes`
+and the bag tools use this package, and the core never imports it."""

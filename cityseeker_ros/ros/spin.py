@@ -23,14 +23,17 @@ from cityseeker_ros.ros.runner import CONFIG_ERROR_EXIT, EXIT_REASON_ENV
 
 
 @contextlib.contextmanager
-def ros_process(name: str, args: Any = None) -> Iterator[list[Node]]:
+def ros_process(name: str, args: Any = None, *, exit_on_config_error: bool = True) -> Iterator[list[Node]]:
     """rclpy from init to shutdown around the block; the nodes added to the list it gives are
-    destroyed, last first, as it ends. `name` names the process in a configuration error's line."""
+    destroyed, last first, as it ends. `name` names the process in a configuration error's line;
+    a command that reports its own errors (the bag tools) passes `exit_on_config_error=False`."""
     rclpy.init(args=args)
     nodes: list[Node] = []
     try:
         yield nodes
     except CitySeekerError as exc:
+        if not exit_on_config_error:
+            raise
         _exit_config_error(name, exc)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass

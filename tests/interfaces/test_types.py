@@ -8,7 +8,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from cityseeker_ros.bag import interfaces
+from cityseeker_ros.ros import bag_interfaces as interfaces
 from cityseeker_ros.ros import env as ros
 from tests.ros.conftest import REPO
 

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cityseeker_ros.cli import build_parser, run_config_of
+from cityseeker_ros.core.agents.vlm.backend import Backend, Generation, Latency
+from cityseeker_ros.core.agents.vlm.policy import VlmPolicy
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.tasks.environment import Environment, move
 from cityseeker_ros.ros import node_sets, run_config
 from cityseeker_ros.ros.parameters import NODES, VIEW_IMAGE_FORMAT
 
@@ -142,3 +147,43 @@ def test_a_safety_config_reaches_only_a_seeks_supervisor_and_a_camera_run_refuse
     seek = {n.name: n for n in node_sets.seek_nodes(run)}
     assert seek["supervisor"].params["safety_config"] == safety
     assert seek["supervisor"].params["mode"] == "seek"
+
+
+class Unreadable(Backend):
+    """Answers every request with text no parser reads: each step runs every prompt it would,
+    then falls back, with no reply script to keep in step with the mode and profile."""
+
+    name = "unreadable"
+
+    def generate(self, requests):
+        return [Generation("no", Latency(preprocess_s=0.0, generate_s=0.0)) for _ in requests]
+
+    def describe(self):
+        return {"name": self.name}
+
+
+class CountingPanorama:
+    def __init__(self) -> None:
+        self.gets = 0
+
+    def get(self):
+        self.gets += 1
+        return np.zeros((8, 16, 3), np.uint8)
+
+
+@pytest.mark.parametrize("mode, stop_view, profile", [
+    (mode, stop_view, profile) for mode in ("two-call", "single-call") for stop_view in ("panorama", "views")
+    for profile in ("improved", "paper") if not (mode == "single-call" and profile == "paper")])
+def test_a_panorama_is_shipped_exactly_when_the_policy_shows_one(tiny_world, tmp_path, mode, stop_view, profile):
+    """single-call with the default stop_view once made the world node render and send a
+    2048x1024 panorama every step that no prompt showed (252 ms a step over ROS)."""
+    params = {"mode": mode, "stop_view": stop_view, "prompt_profile": profile}
+    panorama = CountingPanorama()
+    env = Environment(tiny_world)
+    env.reset(tiny_world.episodes[0])
+    obs = replace(env.step(move(0)).observation, panorama=panorama)
+    VlmPolicy(backend_instance=Unreadable(), **params).act(obs)
+    config = BenchmarkConfig(data=str(tmp_path), policy="vlm", policy_params={**VLM, **params}, views="rendered")
+    replay = node_sets.nodes(run_config.RunConfig("benchmark", config, out=str(tmp_path)))[0]
+    assert replay.params["panorama"] is (panorama.gets > 0)
+    assert (panorama.gets > 0) is (mode == "two-call" and stop_view == "panorama")  # the cases the loop covers

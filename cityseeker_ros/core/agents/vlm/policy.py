@@ -184,7 +184,10 @@ class VlmPolicy(Policy):
 
     @classmethod
     def shows_panorama(cls, params: dict[str, Any]) -> bool:
-        return params.get("stop_view", "panorama") == "panorama"
+        """Only two-call mode's stop prompt shows a panorama (single-call never does), and only
+        with `stop_view` panorama and a profile whose stop prompt takes one."""
+        return (params.get("mode", "two-call") == "two-call" and params.get("stop_view", "panorama") == "panorama"
+                and get_profile(params.get("prompt_profile", "improved")).stop_shows_panorama)
 
     @property
     def backend(self) -> Backend:
@@ -280,7 +283,7 @@ class VlmPolicy(Policy):
 
     def _stop_panorama(self, step: _Step) -> Optional[np.ndarray]:
         """The node's panorama for the stop prompt, or None (then it shows the views)."""
-        ref = step.obs.panorama if self.stop_view == "panorama" else None
+        ref = step.obs.panorama if self.stop_view == "panorama" and self.profile.stop_shows_panorama else None
         image = ref.get() if ref is not None else None
         step.stop_input = "views" if image is None else "panorama"
         return image

@@ -50,6 +50,7 @@ class PromptProfile:
     parse_choice: Parser
     parse_single: Optional[Parser]
     always_choose: bool  # ask the choice prompt even when the stop prompt stopped (the paper's two calls)
+    stop_shows_panorama: bool = True  # its stop prompt shows the node's panorama when it is given one
 
     @property
     def template_hash(self) -> str:
