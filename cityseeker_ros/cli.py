@@ -1,4 +1,6 @@
-"""The `cityseeker` command: benchmark, report, validate and world tools."""
+"""The `cityseeker` command: give a need to a vehicle or a walker over ROS 2 (seek, run), benchmark
+policies on street-view worlds (benchmark, ablate, report, compare), check and build worlds
+(validate, world) and record, replay and re-score bags (bag)."""
 from __future__ import annotations
 
 import argparse

@@ -111,6 +111,11 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
     wanted = [(worlds[c].episodes[i].episode_id, s) for c, i, s in run_tasks(config, worlds)]
     done = written_keys(out)
     todo = [key for key in wanted if key not in done]
+    summary = out / SUMMARY_FILE
+    if not todo and summary.is_file():
+        print(f"nothing to run: all {len(wanted)} tasks are in {out / EPISODES_FILE} and {summary} is written "
+              "(remove the folder, or give another --out, to run them again)", flush=True)
+        return json.loads(summary.read_text(encoding="utf-8"))
     nodes = make_nodes(todo)
     if not respawn:
         nodes = [replace(n, respawn=False) for n in nodes]

@@ -23,3 +23,14 @@ def test_a_ros_run_records_the_users_command(tiny_city, ros_domain, tmp_path):
         command = doc["command"]
         assert command.endswith(" ".join(argv).replace("SECRET-0c1d", "***")), command
         assert "--ros-args" not in command and not command.startswith("evaluator")
+
+    # Run again: a finished run says so and starts nothing (it once started the node set, which
+    # was interrupted mid-import, and printed a traceback).
+    logs = sorted(p.name for p in (out / "ros").iterdir())
+    again = subprocess.run([sys.executable, "-m", "cityseeker_ros.cli", *argv], cwd=REPO, capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.startswith("nothing to run: all 2 tasks are in "), again.stdout
+    assert "Traceback" not in again.stderr and "tasks to run" not in again.stdout, again.stderr
+    assert sorted(p.name for p in (out / "ros").iterdir()) == logs  # no process was started
+    assert json.loads((out / "summary.json").read_text()) == summary
