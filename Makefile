@@ -19,6 +19,8 @@ INTERFACES := $(wildcard cityseeker_interfaces/*.txt cityseeker_interfaces/*.tom
 	cityseeker_interfaces/msg/*.msg cityseeker_interfaces/action/*.action)
 # Stamps, not $(BIN)/cityseeker: the demo's lighter install also makes that file.
 $(VENV)/.test-installed: setup.py constraints.txt $(INTERFACES)
+	@echo "make: installing cityseeker_ros and every extra into $(VENV), building cityseeker_interfaces" \
+	  "(about 10 minutes on a fresh machine; pip is quiet meanwhile)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
@@ -30,6 +32,8 @@ fonts:
 	  else echo "missing $(FONT): run 'sudo apt-get install fonts-wqy-microhei'" >&2; exit 1; fi; }
 
 $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
+	@echo "make: installing cityseeker_ros with its $(DEMO_EXTRAS) extras into $(VENV), building" \
+	  "cityseeker_interfaces (about 5 minutes on a fresh machine; pip is quiet meanwhile)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(DEMO_EXTRAS)]'
 	touch $@
@@ -43,6 +47,8 @@ $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
 # solvable ceiling); prints them side by side with a one-line reading and writes the report.
 # Rerunning resumes.
 demo: $(VENV)/.demo-installed fonts
+	@echo "make: building the Monaco world, then running ocr-embed through the ROS 2 node set (the first" \
+	  "episode comes after the nodes start and the OCR models load, about a minute)"
 	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)
 	$(BIN)/cityseeker run benchmark --data $(DEMO_WORLD) --policy ocr-embed --views rendered \
 	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/ocr-embed

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.evaluation.benchmark import run_tasks
+from cityseeker_ros.core.evaluation.benchmark import resume_note, run_tasks
 from cityseeker_ros.core.evaluation.config import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros import env as ros
@@ -51,13 +51,24 @@ class EpisodeLog:
         return records
 
 
+ENDINGS = {"stopped": "stopped", "budget_exhausted": "budget spent", "invalid_action": "ended by invalid actions",
+           "error": "ended by an error"}
+
+
 def progress_line(record: dict[str, Any], index: int, total: int) -> str:
-    """`episode 3/12 <id> seed 0: stopped after 14 steps, success` for a finished task (success
-    is TCP@50, SPL's success: the final node within 50 m of the target)."""
-    reached = float(record.get("metrics", {}).get("tcp50", 0.0)) >= 100.0
-    line = (f"episode {index}/{total} {record['episode_id']} seed {record['seed']}: {record['end_reason']} "
-            f"after {record['steps']} steps, {'success' if reached else 'not reached'}")
+    """`episode 3/12 <id> seed 0: budget spent after 35 steps, 12 m from the target: success (within
+    50 m)` for a finished task. Success is TCP@50 (the final node within 50 m of the target), so a
+    run out of budget can succeed; the line says both, in words that cannot be read as one."""
+    metrics = record.get("metrics", {})
+    reached = float(metrics.get("tcp50", 0.0)) >= 100.0
+    ending = ENDINGS.get(record["end_reason"], str(record["end_reason"]))
+    where = f", {float(metrics['spd']):.0f} m from the target" if metrics.get("spd") is not None else ""
+    line = (f"episode {index}/{total} {record['episode_id']} seed {record['seed']}: {ending} after "
+            f"{record['steps']} steps{where}: {'success (within 50 m)' if reached else 'not reached'}")
     return line + (f" ({' '.join(str(record['error']).split())[:200]})" if record.get("error") else "")
+
+
+WAITING_NOTE_S = 15.0
 
 
 class Completion:
@@ -66,12 +77,22 @@ class Completion:
     except those of `quiet` (written by the run this one resumes)."""
 
     def __init__(self, out: Path, wanted: list[tuple[str, int]], log: Optional[Callable[[str], None]] = None,
-                 quiet: Iterable[tuple[str, int]] = ()) -> None:
+                 quiet: Iterable[tuple[str, int]] = (), waiting: Optional[Callable[[], str]] = None,
+                 every_s: float = WAITING_NOTE_S) -> None:
+        """`waiting`: what the run is doing, said every `every_s` until the first task is written
+        (models load, nodes configure: a first episode can take a minute)."""
         self.out, self.wanted, self.log, self.quiet = Path(out), set(wanted), log, set(quiet)
+        self.waiting, self.every_s = waiting, every_s
         self._episodes = EpisodeLog(self.out / EPISODES_FILE)
         self._keys: set[tuple[str, int]] = set()
+        self._started = self._noted = time.monotonic()
 
     def __call__(self) -> bool:
+        now = time.monotonic()
+        if (self.log is not None and self.waiting is not None and not (self._keys - self.quiet)
+                and now - self._noted >= self.every_s):
+            self._noted = now
+            self.log(f"waiting for the first episode ({now - self._started:.0f} s): {self.waiting()}")
         for record in self._episodes.read_new():
             key = (record["episode_id"], record["seed"])
             if key in self._keys:
@@ -111,6 +132,9 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
     wanted = [(worlds[c].episodes[i].episode_id, s) for c, i, s in run_tasks(config, worlds)]
     done = written_keys(out)
     todo = [key for key in wanted if key not in done]
+    note = resume_note(out, done, wanted)
+    if note:
+        print(note, flush=True)
     summary = out / SUMMARY_FILE
     if not todo and summary.is_file():
         print(f"nothing to run: all {len(wanted)} tasks are in {out / EPISODES_FILE} and {summary} is written "
@@ -128,7 +152,8 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
               flush=True)
         with Runner(nodes, out / "ros", ros.ros_env(domain_id=domain_id_used), single_process=single_process) as runner:
             runner.start()
-            runner.watch(Completion(out, wanted, log=lambda line: print(line, flush=True), quiet=done), timeout_s)
+            runner.watch(Completion(out, wanted, log=lambda line: print(line, flush=True), quiet=done,
+                                    waiting=runner.activity), timeout_s)
     return json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
 

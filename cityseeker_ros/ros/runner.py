@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,10 @@ def exit_reason(log_text: str) -> str:
         if line.startswith("[ERROR]"):
             return line.split("]: ", 1)[-1]
     return lines[-1] if lines else "(no log)"
+
+
+# "[INFO] [1764262800.123] [decision]: message" (rcutils' default format) -> "message"
+LOG_PREFIX = re.compile(r"^\[\w+\] \[[\d.]+\] \[[^]]*\]: ")
 
 
 class Runner:
@@ -215,6 +220,16 @@ class Runner:
     def end(self, name: str) -> Optional[int]:
         """Stop one process now (SIGINT first: a recorder then finishes its bag)."""
         return ros.stop(self.processes[name], timeout_s=30.0)
+
+    def activity(self) -> str:
+        """Each node's last log message, for a user waiting on a run that has not shown anything
+        yet ("decision: configuring: loading policy ocr-embed")."""
+        parts = []
+        for node in self.nodes:
+            lines = [line for line in self.tail(node.name, 2000).splitlines() if line.strip()]
+            if lines and lines[-1] != "(no log)":
+                parts.append(f"{node.name}: {LOG_PREFIX.sub('', lines[-1])[:100]}")
+        return "; ".join(parts) or "no node has logged yet"
 
     def tail(self, name: str, chars: int = 3000) -> str:
         path = self.logs / f"{name}.log"

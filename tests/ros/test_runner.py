@@ -23,7 +23,7 @@ import pytest
 from cityseeker_ros.cli import main as cli
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros.launcher import Completion, progress_line
-from cityseeker_ros.ros.runner import CONFIG_ERROR_EXIT, EXIT_REASON_ENV, NodeSpec, RunFailed, Runner
+from cityseeker_ros.ros.runner import CONFIG_ERROR_EXIT, EXIT_REASON_ENV, LOG_PREFIX, NodeSpec, RunFailed, Runner
 
 REPO = Path(__file__).resolve().parents[2]
 # Run settings only: where a run was made and when differ by design.
@@ -292,9 +292,42 @@ def test_progress_is_reported_once_per_task_as_lines_complete(tmp_path):
         assert not done() and said == []
         f.write(line[10:] + "\n" + json.dumps(record(2)) + "\n")
     assert not done()
-    assert said == ["episode 2/4 e1 seed 0: stopped after 1 steps, success",
-                    "episode 3/4 e2 seed 0: stopped after 2 steps, not reached"]
+    assert said == ["episode 2/4 e1 seed 0: stopped after 1 steps: success (within 50 m)",
+                    "episode 3/4 e2 seed 0: stopped after 2 steps: not reached"]
     with open(episodes, "a") as f:
         f.write(json.dumps(record(2)) + "\n" + json.dumps(record(3)) + "\n")  # a duplicate is not progress
     (tmp_path / "summary.json").write_text("{}")
     assert done() and len(said) == 3 and said[-1].startswith("episode 4/4 e3")
+
+
+@pytest.mark.parametrize("end_reason, steps, tcp50, spd, expected", [
+    ("budget_exhausted", 35, 100.0, 12.4, "budget spent after 35 steps, 12 m from the target: success (within 50 m)"),
+    ("stopped", 14, 0.0, 230.0, "stopped after 14 steps, 230 m from the target: not reached"),
+    ("error", 3, 0.0, None, "ended by an error after 3 steps: not reached"),
+])
+def test_a_progress_line_cannot_be_read_as_its_opposite(end_reason, steps, tcp50, spd, expected):
+    """"budget_exhausted after 35 steps, success" read as a contradiction: the line says the ending
+    and the result apart, with the distance that makes it a success or not."""
+    record = {"episode_id": "e1", "seed": 0, "end_reason": end_reason, "steps": steps,
+              "metrics": {"tcp50": tcp50, "spd": spd}}
+    assert progress_line(record, 1, 2) == f"episode 1/2 e1 seed 0: {expected}"
+
+
+def test_a_run_says_what_it_waits_for_until_its_first_episode(tmp_path):
+    """The first episode line came 55 s after the demo's run started, with nothing said meanwhile."""
+    said: list[str] = []
+    completion = Completion(tmp_path, [("e1", 0)], log=said.append, waiting=lambda: "decision: configuring",
+                            every_s=0.0)
+    assert completion() is False and completion() is False
+    assert len(said) == 2 and all(line.startswith("waiting for the first episode (") for line in said)
+    assert said[0].endswith("s): decision: configuring")
+    record = {"episode_id": "e1", "seed": 0, "end_reason": "stopped", "steps": 1, "metrics": {"tcp50": 100.0}}
+    (tmp_path / "episodes.jsonl").write_text(json.dumps(record) + "\n")
+    completion()
+    completion()
+    assert said[2:] == [progress_line(record, 1, 1)]  # once an episode is in, no more waiting notes
+
+
+def test_the_waiting_note_reads_each_nodes_last_message():
+    line = "[INFO] [1764262800.123] [decision]: configuring: policy ocr-embed"
+    assert LOG_PREFIX.sub("", line) == "configuring: policy ocr-embed"

@@ -7,6 +7,7 @@ parallel run write the same episodes.jsonl.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import sys
@@ -199,6 +200,28 @@ def differences(key: str, before: Any, now: Any) -> list[str]:
     return [f"{key}: {shown(before)} -> {shown(now)}"]
 
 
+def resume_note(out: Path, done: set[tuple[str, int]], wanted: Sequence[tuple[str, int]]) -> Optional[str]:
+    """One line when resuming with other seeds than the folder holds: seeds are not part of what
+    must match, so more seeds extend the run and fewer leave records out of the summary."""
+    before = sorted({seed for _, seed in done})
+    now = sorted({seed for _, seed in wanted})
+    added, left = [s for s in now if s not in before], [s for s in before if s not in now]
+    if not before or not (added or left):
+        return None
+    def names(seeds: list[int]) -> str:
+        return ("seeds " if len(seeds) > 1 else "seed ") + ", ".join(map(str, seeds))
+
+    parts = []
+    if added:
+        parts.append(f"{names(added)} added to the {names(before)} already there "
+                     f"({sum(1 for k in wanted if k not in done)} tasks to run)")
+    if left:
+        kept = sum(1 for _, seed in done if seed in left)
+        parts.append(f"the summary covers {names(now)} only; {kept} records of {names(left)} stay in "
+                     "episodes.jsonl")
+    return f"{out}: resuming with --seeds {len(now)}: " + "; ".join(parts)
+
+
 class RunOutput:
     """An output folder being filled, by `Benchmark.run` or by the evaluator node: config.json
     checked against a run it may resume and written, records appended to episodes.jsonl (each
@@ -215,6 +238,9 @@ class RunOutput:
         write_json_atomic(self.out / CONFIG_FILE, manifest)
         self.log = (GroupCommitLog if group_commit else EpisodeLog)(self.out / EPISODES_FILE)
         self.done = {(r["episode_id"], r["seed"]) for r in self.log.records}
+        note = resume_note(self.out, self.done, list(wanted))
+        if note:
+            logging.getLogger(__name__).warning(note)
 
     @property
     def complete(self) -> bool:

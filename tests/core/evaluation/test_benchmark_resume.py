@@ -127,3 +127,20 @@ def test_the_manifest_records_the_command_a_runner_passes_down(grid, monkeypatch
     assert run_manifest(config, worlds, {}, "evaluator --ros-args")["command"] == "evaluator --ros-args"
     monkeypatch.setenv(RUN_COMMAND_ENV, "cityseeker run benchmark --data x")
     assert run_manifest(config, worlds, {}, "evaluator --ros-args")["command"] == "cityseeker run benchmark --data x"
+
+
+def test_resuming_with_other_seeds_says_so_in_one_line(tiny_city, tmp_path, caplog):
+    """--seeds 3 into a 2-seed run used to extend it, and --seeds 1 to summarise seed 0 alone, in
+    silence."""
+    def run(seeds: int) -> list[str]:
+        caplog.clear()
+        Benchmark(BenchmarkConfig(data=str(tiny_city), policy="random", seeds=list(range(seeds)))).run(
+            tmp_path / "out", progress=False)
+        return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+
+    assert run(2) == []
+    assert run(2) == []  # the same seeds: nothing to say
+    assert run(3) == [f"{tmp_path / 'out'}: resuming with --seeds 3: seed 2 added to the seeds 0, 1 already there "
+                      "(2 tasks to run)"]
+    assert run(1) == [f"{tmp_path / 'out'}: resuming with --seeds 1: the summary covers seed 0 only; 4 records of "
+                      "seeds 1, 2 stay in episodes.jsonl"]
