@@ -381,19 +381,46 @@ def test_a_hand_written_node_added_to_a_launch_file_is_caught(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["benchmark-defaults", "bag-defaults"])
-def test_launched_processes_keep_large_blocks_in_the_heap_as_the_runners_do(tmp_path, monkeypatch, case):
-    """ros/env.py MALLOC_ENV: the runner's environment (ros_env) sets it, and so does every node
-    and tool process a launch file starts, unless the user's environment already does."""
+def test_launched_processes_get_the_runners_environment(tmp_path, monkeypatch, case):
+    """ros/env.py: the runner's environment (ros_env) binds every DDS socket to loopback unless
+    the network switch is on, and keeps large blocks in the heap unless the user's environment
+    says otherwise; every node and tool process a launch file starts gets the same (launch files
+    once applied no DDS profile at all, so the loopback promise held for `cityseeker run` only)."""
     from cityseeker_ros.ros import launch_actions
-    from cityseeker_ros.ros.env import MALLOC_ENV, ros_env
+    from cityseeker_ros.ros.env import DDS_ENV, MALLOC_ENV, NETWORK_SWITCH, ros_env
 
     _, _, argv = cases(tmp_path / "data", tmp_path / "out")[case]
     specs = node_sets.nodes(run_config_of(build_parser().parse_args(["run", *argv])))
-    for key in MALLOC_ENV:
+    for key in [*MALLOC_ENV, NETWORK_SWITCH, "FASTDDS_DEFAULT_PROFILES_FILE"]:
         monkeypatch.delenv(key, raising=False)
-    runner = {k: v for k, v in ros_env().items() if k in MALLOC_ENV}
-    assert runner == MALLOC_ENV
+    runner = {k: v for k, v in ros_env().items() if k in MALLOC_ENV or k in DDS_ENV}
+    assert {k: runner[k] for k in MALLOC_ENV} == MALLOC_ENV
+    assert runner["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SYSTEM_DEFAULT"  # with the loopback-only profile
+    assert runner["FASTDDS_DEFAULT_PROFILES_FILE"].endswith("config/fastdds_profile.xml")
     assert [launch_actions.action(s).additional_env for s in specs] == [runner] * len(specs)
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1")
+    monkeypatch.setenv(NETWORK_SWITCH, "1")
     assert ros_env()["MALLOC_MMAP_THRESHOLD_"] == "1"
-    assert all("MALLOC_MMAP_THRESHOLD_" not in launch_actions.action(s).additional_env for s in specs)
+    for spec in specs:
+        env = launch_actions.action(spec).additional_env
+        assert "MALLOC_MMAP_THRESHOLD_" not in env
+        assert env["FASTDDS_DEFAULT_PROFILES_FILE"].endswith("config/fastdds_network_profile.xml")
+
+
+def test_launched_nodes_hold_no_credential_in_a_parameter(tmp_path):
+    """Parameters are readable by anyone on the DDS domain: a launch file's nodes get theirs
+    masked and the real values in their environment, as the runner's do."""
+    from cityseeker_ros.ros import launch_actions, secret_params
+
+    canary = "CANARY-5e2a-launch"
+    argv = ["run", "benchmark", "--data", str(tmp_path), "--policy", "vlm", "--backend", "openai", "--model", "m",
+            "--backend-param", f'extra_body={{"api_key": "{canary}"}}', "--out", str(tmp_path / "out")]
+    specs = node_sets.nodes(run_config_of(build_parser().parse_args(argv)))
+    def parameters(node) -> str:
+        return repr({k: getattr(v, "value", v) for k, v in node.parameters[1].items()})
+
+    decision = launch_actions.action(next(s for s in specs if s.name == "decision"))
+    assert canary not in parameters(decision) and "***" in parameters(decision)
+    assert canary in decision.additional_env[secret_params.SECRETS_ENV]
+    others = [launch_actions.action(s) for s in specs if s.name != "decision"]
+    assert all(canary not in parameters(n) for n in others)

@@ -61,6 +61,10 @@ DOMAIN_RANGE = (101, 232)
 # from 14.3 to 6.3 ms and of four 1280x960 views from 44 to 17 ms (benchmarks/image_burst.py,
 # RESULTS.md). Blocks of 64 MB and more are still mapped; a process returns memory once 128 MB
 # lie free at the top of its heap. A value already in the environment wins.
+# What ros_env sets for DDS: the middleware, its profile (loopback unless the network switch is
+# on), the discovery range and the switch itself; launch_actions gives launched processes the same.
+DDS_ENV = ("RMW_IMPLEMENTATION", "ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTRTPS_DEFAULT_PROFILES_FILE",
+           "FASTDDS_DEFAULT_PROFILES_FILE", NETWORK_SWITCH)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(128 << 20)}
 
 

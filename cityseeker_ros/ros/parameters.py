@@ -16,6 +16,7 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.live import DEFAULT_STALL_TIMEOUT_S
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.tasks.episode import World
+from cityseeker_ros.ros import secret_params
 
 # The view images' wire format between the world or camera node and the decision node: the one
 # default of the nodes' image_format parameter and of a run's image_format setting
@@ -259,7 +260,9 @@ def world_parameter(data: str, dataset: str, city: str) -> World:
 
 
 def json_parameter(name: str, text: str, kind: type = dict) -> Any:
-    """A JSON-valued string parameter ('' is empty); errors name the parameter."""
+    """A JSON-valued string parameter ('' is empty), with the credentials the parameter holds
+    masked put back from the process environment (ros/secret_params.py); errors name the parameter."""
+    text = secret_params.restore(name, text)
     try:
         value = json.loads(text) if text else kind()
     except json.JSONDecodeError as exc:

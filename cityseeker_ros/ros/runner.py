@@ -15,12 +15,9 @@ stack reports it is waiting for on /diagnostics.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +28,11 @@ import yaml
 
 from cityseeker_ros.core.evaluation.config import RUN_COMMAND_ENV
 from cityseeker_ros.core.infra.errors import CitySeekerError
-from cityseeker_ros.core.infra.redact import redact, redact_command
+from cityseeker_ros.core.infra.files import write_text_atomic
+from cityseeker_ros.core.infra.redact import redact_command
 from cityseeker_ros.core.infra.text import clean_json
 from cityseeker_ros.ros import env as ros
+from cityseeker_ros.ros import secret_params
 
 
 @dataclass(frozen=True)
@@ -115,10 +114,10 @@ class Runner:
         self.command = redact_command(sys.argv) if command is None else command
         self.single_process, self.log, self.monitor = single_process, log, monitor
         self.logs.mkdir(parents=True, exist_ok=True)
-        # The nodes read their parameters, credentials included, from a private file outside the
-        # output folder; logs/params.yaml records them with the credentials masked (core/infra/redact.py).
-        self._private: Optional[Path] = None
+        # The nodes read their parameters from logs/params.yaml, credentials masked; the real
+        # values reach each node in its environment (ros/secret_params.py), never a parameter or a file.
         self.params_file = self.logs / "params.yaml"
+        self._secrets: dict[str, dict[str, Any]] = {}
         self.processes: dict[str, subprocess.Popen] = {}
         self.restarts: dict[str, int] = {}
         self.started: list[dict[str, Any]] = []  # every process started: name, pid, when (processes.json)
@@ -128,17 +127,14 @@ class Runner:
         self._shm_before: set[Path] = set()
 
     def write_params(self) -> None:
-        """One params file for every node, section by node name (JSON-valued strings stay strings)."""
-        # Through JSON, so values shared between nodes are copies (rcl refuses YAML aliases).
-        doc = json.loads(json.dumps({n.name: {"ros__parameters": n.params} for n in self.nodes}))
-        record = self.logs / "params.yaml"
-        record.write_text(yaml.safe_dump(clean_json(redact(doc)), sort_keys=False), encoding="utf-8")
-        if self._private is None:
-            self._private = Path(tempfile.mkdtemp(prefix="cityseeker-params-"))  # mode 0700
-        self.params_file = self._private / "params.yaml"
-        fd = os.open(self.params_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(yaml.safe_dump(clean_json(doc), sort_keys=False))
+        """One params file for every node, section by node name (JSON-valued strings stay strings),
+        with credentials masked; the real values wait in `_secrets` for each node's environment."""
+        doc = {}
+        for node in self.nodes:
+            # Through JSON, so values shared between nodes are copies (rcl refuses YAML aliases).
+            public, self._secrets[node.name] = secret_params.split(json.loads(json.dumps(node.params)))
+            doc[node.name] = {"ros__parameters": public}
+        write_text_atomic(self.params_file, yaml.safe_dump(clean_json(doc), sort_keys=False))
 
     def start(self) -> None:
         self._shm_before = ros.shm_segments()
@@ -168,7 +164,8 @@ class Runner:
         start, and record its PID in processes.json."""
         reason = self.logs / f"{name}.reason"
         reason.unlink(missing_ok=True)
-        env = {**self.env, EXIT_REASON_ENV: str(reason), RUN_COMMAND_ENV: self.command}
+        env = {**self.env, EXIT_REASON_ENV: str(reason), RUN_COMMAND_ENV: self.command,
+               **secret_params.environment(self._process_secrets(name))}
         stderr = subprocess.STDOUT if stdout is not None else None
         process = ros.spawn(command, env, stdout=stdout, stderr=stderr, die_with_parent=True)
         self.started.append({"name": name, "pid": process.pid, "started": time.time()})
@@ -221,6 +218,12 @@ class Runner:
         """Stop one process now (SIGINT first: a recorder then finishes its bag)."""
         return ros.stop(self.processes[name], timeout_s=30.0)
 
+    def _process_secrets(self, name: str) -> dict[str, Any]:
+        """The credentials of the nodes process `name` runs: its own, or every node's in one process."""
+        if name == "single_process":
+            return {k: v for secrets in self._secrets.values() for k, v in secrets.items()}
+        return self._secrets.get(name, {})
+
     def activity(self) -> str:
         """Each node's last log message, for a user waiting on a run that has not shown anything
         yet ("decision: configuring: loading policy ocr-embed")."""
@@ -241,8 +244,6 @@ class Runner:
         # A killed node leaves its shared-memory segment: remove those that appeared during the
         # run and whose owner is dead, nobody else's.
         ros.remove_stale_shm(ros.shm_segments() - self._shm_before)
-        if self._private is not None:  # the only copy of the parameters with credentials
-            shutil.rmtree(self._private, ignore_errors=True)
 
     def __enter__(self) -> Runner:
         return self

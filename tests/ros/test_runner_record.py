@@ -1,16 +1,19 @@
-"""What `cityseeker run` leaves in OUT/ros: the node parameters with every credential masked.
-The nodes read the real ones from a private file outside OUT, removed when the run stops."""
+"""What `cityseeker run` leaves in OUT/ros: the node parameters with every credential masked,
+which is also what the nodes' parameters hold (anyone on the DDS domain can read those through
+the parameter services). The real values reach each node in its environment and nowhere else."""
 from __future__ import annotations
 
 import json
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 from cityseeker_ros.cli import benchmark_config, build_parser
 from cityseeker_ros.ros import env as ros
-from cityseeker_ros.ros import node_sets
+from cityseeker_ros.ros import node_sets, secret_params
+from cityseeker_ros.ros.parameters import json_parameter
 from cityseeker_ros.ros.runner import Runner
 from tests.core.agents.vlm.canned_server import MODEL, CannedServer
 
@@ -18,33 +21,60 @@ REPO = Path(__file__).resolve().parents[2]
 CANARY = "CANARY-0b7d3a-runner"
 
 
-def test_params_record_masks_credentials_and_the_private_copy_is_removed(tiny_city, tmp_path):
-    out = tmp_path / "out"
+def runner_with_canaries(tiny_city, out: Path, env: dict) -> tuple[Runner, object]:
     args = build_parser().parse_args([
         "run", "benchmark", "--data", str(tiny_city), "--policy", "vlm", "--backend", "openai", "--model", "m",
         "--backend-param", f"base_url=http://user:{CANARY}@127.0.0.1:9/v1",
         "--backend-param", f'extra_body={{"api_key": "{CANARY}"}}',
         "--backend-param", f'headers={{"Authorization": "Bearer {CANARY}"}}', "--out", str(out)])
     config, out = benchmark_config(args)
-    nodes = node_sets.benchmark_nodes(config, out, [])
-    runner = Runner(nodes, out / "ros", env={})
-    runner._shm_before = ros.shm_segments()  # as start() does: stop() removes only what appeared since
+    return Runner(node_sets.benchmark_nodes(config, out, []), out / "ros", env=env, monitor=False), config
+
+
+def test_parameters_mask_credentials_and_each_node_gets_the_real_ones_in_its_environment(tiny_city, tmp_path,
+                                                                                         monkeypatch):
+    out = tmp_path / "out"
+    runner, config = runner_with_canaries(tiny_city, out, env={})
     runner.write_params()
-    private = runner.params_file
+    record = (out / "ros" / "params.yaml").read_text(encoding="utf-8")
+    assert runner.params_file == out / "ros" / "params.yaml"  # what the nodes read is what is recorded
+    assert CANARY not in record and "http://***@127.0.0.1:9/v1" in record
+    for node in runner.nodes:
+        assert CANARY not in " ".join(node.command(runner.params_file))
+    secrets = runner._process_secrets("decision")
+    public = yaml.safe_load(record)["decision"]["ros__parameters"]["policy_params"]
+    monkeypatch.setenv(*secret_params.environment(secrets).popitem())
+    real = json_parameter("policy_params", public)  # as the decision node reads it
+    assert real["backend_params"]["extra_body"]["api_key"] == CANARY
+    assert real == json.loads(node_sets.run_params(config)["policy_params"])
+    assert json_parameter("policy_params", '{"other": 1}') == {"other": 1}  # a value set by other means stays
+    assert runner._process_secrets("streetview_replay") == {} and CANARY in json.dumps(
+        runner._process_secrets("single_process"))
+
+
+def test_a_running_node_serves_no_credential_and_a_killed_runner_leaves_none_behind(tiny_city, ros_env, tmp_path):
+    """rclpy's parameter services let anyone on the domain read a node's parameters; and the
+    runner once kept the real parameters in a private file that a SIGKILL left in /tmp."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**ros_env, "TMPDIR": str(tmp)}
+    out = tmp_path / "out"
+    runner, _ = runner_with_canaries(tiny_city, out, env)
+    runner.nodes = [n for n in runner.nodes if n.name == "decision"]
+    runner.start()
     try:
-        record = (out / "ros" / "params.yaml").read_text(encoding="utf-8")
-        assert CANARY not in record and "http://***@127.0.0.1:9/v1" in record
-        assert out not in private.parents  # the real parameters never land under --out
-        assert stat.S_IMODE(private.stat().st_mode) == 0o600 and stat.S_IMODE(private.parent.stat().st_mode) == 0o700
-        assert CANARY in private.read_text(encoding="utf-8")  # the nodes do get them
-        for node in nodes:
-            assert CANARY not in " ".join(node.command(private))
+        query = subprocess.run(
+            ros.python_module_command("tests.ros.parameter_query", "/decision", "policy_params"), env=ros_env,
+            capture_output=True, text=True, timeout=60)
+        assert query.returncode == 0, query.stdout + query.stderr + runner.tail("decision")
+        served = json.loads(query.stdout)
+        assert "***" in served and CANARY not in served
     finally:
+        runner.processes["decision"].kill()  # as a SIGKILL of the runner leaves it: nothing cleaned up
+        runner.processes["decision"].wait(10)
         runner.stop()
-    assert not private.exists() and not private.parent.exists()
-    assert not [p for p in out.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
-    policy_params = json.loads(node_sets.run_params(config)["policy_params"])
-    assert policy_params["backend_params"]["extra_body"]["api_key"] == CANARY  # what the decision node needs
+    leftovers = [p for root in (tmp, out) for p in root.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    assert leftovers == [] and not list(tmp.glob("cityseeker-params-*"))
 
 
 def test_a_ros_run_leaves_the_canary_in_no_file_log_or_output(tiny_city, ros_domain, tmp_path):
