@@ -172,15 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
 def _benchmark_options(b: argparse.ArgumentParser) -> None:
     """The options of a benchmark run, shared by `benchmark` and `run benchmark`."""
     from cityseeker_ros.core.agents.policies import POLICIES
+    from cityseeker_ros.core.agents.vlm.backend import BACKENDS
+    from cityseeker_ros.core.datasets import DATASETS
     from cityseeker_ros.core.sensing.views import VIEW_SOURCES
+    from cityseeker_ros.core.strategies import STRATEGIES
 
     b.add_argument("--config", type=Path, help="YAML file of these options (flags given here win)")
     b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
-    b.add_argument("--dataset", help="dataset format (default: auto-detect)")
+    b.add_argument("--dataset", help=f"dataset format (default: auto-detect); one of: {', '.join(DATASETS.names())}")
     b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
     b.add_argument("--param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
-    b.add_argument("--backend", help="VLM backend for --policy vlm (shorthand for --param backend=NAME)")
+    b.add_argument("--backend", help=f"VLM backend for --policy vlm: {', '.join(BACKENDS.names())} (shorthand for "
+                   "--param backend=NAME)")
     b.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
     b.add_argument("--backend-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="VLM backend parameter (repeatable), e.g. quantization=quanto-int8 or base_url=URL")
@@ -197,8 +201,9 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--view-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="view source parameter (repeatable), e.g. folder=PATH or blur_sigma=1.0")
     b.add_argument("--strategy", action="append", metavar="[oracle:]NAME[:K=V,...]",
-                   help="a BCR strategy under a supervisor (repeatable): B1, R3:n=5, oracle:B2 ... "
-                   "Strategies that read the route to the goal must be written oracle:NAME")
+                   help=f"a BCR strategy under a supervisor (repeatable): {', '.join(STRATEGIES.names())}, with "
+                   "parameters as R3:n=5; strategies that read the route to the goal must be written oracle:NAME "
+                   "(oracle:B2)")
     b.add_argument("--rounds", type=int, help="run each episode N times; retrieval (R1, R2) recalls the "
                    "earlier rounds in the final one, which is the one scored (default 1)")
     b.add_argument("--max-backtracks", type=int, help="backtracks allowed per round (default 3)")
