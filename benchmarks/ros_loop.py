@@ -246,8 +246,8 @@ def run_benchmark_over_ros(data: Path, episodes: int, single_process: bool, poli
 
 def codec_ms(sizes: Sequence[tuple[int, int]] = ((640, 480), (1280, 960)), repeats: int = 7) -> None:
     """Encode (image_to_msg) and decode (image_from_msg) of one view per image_format, medians."""
+    from cityseeker_ros.core.infra.stamp import Stamp
     from cityseeker_ros.ros import convert
-    from cityseeker_ros.ros.schema import Stamp
 
     for w, h in sizes:
         pixels = np.asarray(synthetic_view(w, h))

@@ -69,24 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
     rg.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
                     "leased on this host)")
-    sk = sub.add_parser("seek", help="seek a need from where the vehicle stands: the camera node set serves the "
-                        "Seek action, one goal is sent, its feedback and result printed (docs/seek.md)",
-                        description="Start graph_localiser, camera_ingest, decision and the supervisor "
-                        "serving /supervisor/seek (with --walker sim also a simulated walker), send one Seek goal, "
-                        "print each step and the result, stop every process started. Ctrl-C cancels the goal "
-                        "(the vehicle holds). A refused goal prints 'result: rejected (CODE): reason' (busy, "
-                        "estop, no_fix, off_graph, outside_geofence, bad_need, bad_budget). Exit status: 0 the goal "
-                        "succeeded, 1 it ended otherwise, 3 it was rejected, 2 an error.")
-    sk.add_argument("need", help="the need in words, e.g. 'I am thirsty'")
-    _benchmark_options(sk)
-    sk.add_argument("--world", dest="data", type=Path, help="the world folder (same as --data)")
-    add_cli_options(sk, "camera")
-    sk.add_argument("--preempt", action="store_true", help="replace a goal already active on the server")
-    sk.add_argument("--result", type=Path, help="also write the result as JSON to this file")
-    sk.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
-    sk.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
-                    "leased on this host)")
-    sk.set_defaults(run_command="camera")
+    _seek_options(sub)
     a = sub.add_parser("ablate", help="run every policy under every set of BCR strategies (the paper's Table 3)",
                        description="Run each policy under each cell (a set of BCR strategies) into OUT/POLICY/CELL/ "
                        "(resumable: rerun the same command), then write OUT/ablation.json, .md and .html.")
@@ -612,18 +595,79 @@ COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "r
             "seek": lambda args: cmd_seek(args)}
 
 
-def cmd_seek(args: argparse.Namespace) -> int:
-    """One Seek goal on the camera node set (launcher.run_seek); node logs in --out (default: a
-    new temporary folder)."""
-    import tempfile
+def _seek_options(sub: Any) -> None:
+    """`cityseeker seek`'s own option set: what one Seek goal uses, no benchmark option."""
+    from cityseeker_ros.core.agents.policies import POLICIES
+    from cityseeker_ros.core.loop.seek import MAX_BUDGET_STEPS, MAX_NEED_CHARS
+    from cityseeker_ros.ros.run_config import SEEK_DEFAULTS, SEEK_SETTINGS, add_cli_options
 
+    sk = sub.add_parser("seek", help="seek a need from where the vehicle stands: the camera node set serves the "
+                        "Seek action, one goal is sent, its feedback and result printed (docs/seek.md)",
+                        description="Check the goal and the configuration, then start graph_localiser, "
+                        "camera_ingest, decision and the supervisor serving /supervisor/seek (with --walker sim "
+                        "also a simulated walker), send one Seek goal, print each step and the result, stop "
+                        "every process started. Ctrl-C cancels the goal (the vehicle holds). A refused goal "
+                        "prints 'result: rejected (CODE): reason' (bad_need, bad_budget before anything "
+                        "starts; busy, estop, no_fix, off_graph, outside_geofence from the server). Exit status: "
+                        "0 the goal ran its course (arrived, or its budget spent), 1 it ended otherwise "
+                        "(cancelled, failed), 3 it was rejected, 2 an error (a bad option, a node that failed).")
+    sk.add_argument("need", help=f"the need in words, e.g. 'I am thirsty' (at most {MAX_NEED_CHARS} characters)")
+    sk.add_argument("--world", required=True, type=Path, help="the world folder, e.g. worlds/monaco (`cityseeker "
+                    "world build`)")
+    sk.add_argument("--policy", required=True, help=f"one of: {', '.join(POLICIES.names())}")
+    sk.add_argument("--param", action="append", type=key_value_argument, metavar="KEY=VALUE",
+                    help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
+    sk.add_argument("--backend", help="VLM backend for --policy vlm (shorthand for --param backend=NAME)")
+    sk.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
+    sk.add_argument("--backend-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
+                    help="VLM backend parameter (repeatable), e.g. base_url=URL")
+    sk.add_argument("--max-steps", type=int, default=0, metavar="N",
+                    help=f"the goal's step budget, 1 to {MAX_BUDGET_STEPS} steps; 0 (the default): the run's "
+                    f"budget of {DEFAULT_MAX_STEPS} steps")  # docs/seek.md says it in these words
+    sk.add_argument("--start", metavar="NODE_ID|LAT,LON", help="where the simulated walker starts: a node of the "
+                    "world's street graph (e.g. n01117) or a position on it (default: where the world's first "
+                    "task starts)")
+    add_cli_options(sk, "camera", SEEK_SETTINGS, SEEK_DEFAULTS)
+    sk.add_argument("--walker", choices=("sim", "device"), help="sim: a simulated walker gives the fixes and "
+                    "follows the motion goals (no hardware); device: the fixes come from a device on --fix-topic "
+                    "(default: sim with the replay source, device otherwise)")
+    sk.add_argument("--preempt", action="store_true", help="replace a goal already active on the server")
+    sk.add_argument("--result", type=Path, help="also write the result (and every feedback) as JSON to this file")
+    sk.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
+    sk.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
+                    "leased on this host)")
+    sk.add_argument("--out", type=Path, help="keep the node logs in OUT/ros (default: a temporary folder, removed "
+                    "at the end unless the run fails)")
+
+
+def seek_run_config(args: argparse.Namespace):
+    """The RunConfig of `cityseeker seek ...` (ros/run_config.seek_config), unchecked: the
+    launcher checks the goal first, as the server would, then this."""
+    from cityseeker_ros.core.agents.vlm.policy import merge_backend_shorthands
+    from cityseeker_ros.core.evaluation.config import BenchmarkConfig
+    from cityseeker_ros.ros import run_config
+
+    params = merge_backend_shorthands(dict(args.param or []), args.backend, args.model,
+                                      dict(args.backend_param or []))
+    benchmark = BenchmarkConfig(data=str(args.world), policy=args.policy, policy_params=params)
+    values = {k: v for k, v in run_config.cli_values(args, "camera").items() if k in run_config.SEEK_SETTINGS}
+    source = values.get("source") or run_config.SEEK_DEFAULTS["source"]
+    walker = args.walker or ("sim" if source == "replay" else "device")
+    return run_config.seek_config(benchmark, {**values, "walker": "sim" if walker == "sim" else "",
+                                              "out": str(args.out) if args.out else ""})
+
+
+def cmd_seek(args: argparse.Namespace) -> int:
+    """One Seek goal (launcher.run_seek): every check first, then the node set."""
     from cityseeker_ros.ros import launcher
 
-    if args.out is None:
-        args.out = Path(tempfile.mkdtemp(prefix="cityseeker-seek-"))
-    run = run_config_of(args)
-    return launcher.run_seek(run, args.need, max_steps=run.benchmark.max_steps, preempt=args.preempt,
-                             result_file=args.result, timeout_s=args.timeout, domain_id=args.domain_id)
+    try:
+        return launcher.run_seek(seek_run_config(args), args.need, max_steps=args.max_steps, preempt=args.preempt,
+                                 start=args.start, result_file=args.result, timeout_s=args.timeout,
+                                 domain_id=args.domain_id)
+    except KeyboardInterrupt:
+        print("cityseeker: interrupted; every process the seek started is stopped", file=sys.stderr)
+        return 130
 
 
 def _bag_run(args: argparse.Namespace) -> int:

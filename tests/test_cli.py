@@ -244,3 +244,205 @@ def test_compare_prints_runs_side_by_side_and_refuses_other_episodes(tiny_city, 
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith("cityseeker: error: compare:")
     assert "ran different episodes" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+# -- cityseeker seek: its own options, and every check before any process starts -------------------------
+
+SEEK_OPTIONS = {"-h", "--help", "--world", "--policy", "--param", "--backend", "--model", "--backend-param",
+                "--max-steps", "--start", "--source", "--source-param", "--walker", "--fix-topic", "--safety-config",
+                "--decision-timeout-s", "--preempt", "--result", "--timeout", "--domain-id", "--out"}
+REFUSED_AT_ONCE_S = 1.0  # a goal the server would reject: no file is read
+REFUSED_WITHIN_S = 2.0  # a configuration error: the world is loaded (Monaco: about 0.6 s), the policy made
+
+
+def _seek_parser():
+    from cityseeker_ros.cli import build_parser
+
+    return next(parser for path, parser in _parsers(build_parser()) if path[1:] == ("seek",))
+
+
+def test_seek_has_its_own_options_and_no_benchmark_ones():
+    """Before, `seek --help` listed --seeds, --limit, --workers, --rounds, --memory... and called
+    --data and --out required; --source defaulted to video while every documented use needs replay."""
+    parser = _seek_parser()
+    options = {o for action in parser._actions for o in action.option_strings}
+    assert options == SEEK_OPTIONS, sorted(options ^ SEEK_OPTIONS)
+    helps = {o: action.help for action in parser._actions for o in action.option_strings}
+    assert "required" not in helps["--out"] and "temporary" in helps["--out"]
+    assert "(default replay)" in helps["--source"]
+    args = parser.parse_args(["I am thirsty", "--world", "w", "--policy", "random"])
+    assert args.max_steps == 0 and args.walker is None and args.start is None and args.out is None
+
+
+def test_seek_max_steps_means_one_thing_in_the_help_and_in_docs_seek_md():
+    """The docs said 0 means the run's budget while the command refused 0."""
+    help_text = next(a.help for a in _seek_parser()._actions if "--max-steps" in a.option_strings)
+    assert help_text == "the goal's step budget, 1 to 1000 steps; 0 (the default): the run's budget of 35 steps"
+    doc = " ".join((REPO / "docs" / "seek.md").read_text(encoding="utf-8").split())
+    assert f"`--max-steps N`: {help_text}" in doc
+
+
+@pytest.fixture
+def no_process(monkeypatch, tmp_path) -> Path:
+    """Fails the test on any process started; temporary folders go to the returned folder."""
+    import tempfile
+
+    def started(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[0] if args else kwargs}")
+
+    monkeypatch.setattr(subprocess, "Popen", started)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+def _timed_main(argv: list[str]) -> tuple[int, float]:
+    import time
+
+    began = time.monotonic()
+    code = main(argv)
+    return code, time.monotonic() - began
+
+
+@pytest.mark.parametrize("need, budget", [("", "0"), ("   \t", "0"), ("x" * 300, "0"), ("I am thirsty", "1001"),
+                                          ("I am thirsty", "-1")], ids=["empty", "blank", "300", "1001", "-1"])
+def test_seek_refuses_a_bad_need_or_budget_at_once_with_the_servers_answer(monaco_dir, tmp_path, no_process, capsys,
+                                                                         need, budget):
+    """Before, five nodes started first: the answer came after 7-15 s, a temporary folder stayed
+    behind, and a budget of 1001 was called 'the run's 1001'. Now the server's own check
+    (core.loop.seek.check_request) answers before anything starts, with its code and words."""
+    from cityseeker_ros.core.loop.seek import SeekRequest, check_request
+
+    result = tmp_path / "result.json"
+    code, took = _timed_main(["seek", need, "--world", str(monaco_dir), "--policy", "ocr-embed", "--max-steps", budget,
+                              "--result", str(result)])
+    out, err = capsys.readouterr()
+    expected = check_request(SeekRequest(need, int(budget)), 35)
+    print(f"\nrefused in {1000 * took:.0f} ms: {out.strip()}")
+    assert code == 3 and err == "" and out == f"result: rejected ({expected.code}): {expected.reason}\n"
+    assert took < REFUSED_AT_ONCE_S and list(no_process.iterdir()) == []
+    assert "the run's 35" in out or expected.code == "bad_need"
+    record = json.loads(result.read_text())
+    assert (record["status"], record["outcome"], record["code"], record["reason"]) == (
+        "aborted", "rejected", expected.code, expected.reason)  # as the server's answer reads
+    assert record["steps"] == 0 and record["path"] == [] and record["feedback"] == []
+
+
+def _safety_file(tmp_path: Path) -> Path:
+    bad = tmp_path / "safety.yaml"
+    bad.write_text("safety:\n  geofence:\n    circle:\n      center: [43.7, 7.4]\n      radius_m: -5\n")
+    return bad
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--world", "{tmp}/nope"], "--world {tmp}/nope: no such folder"),
+    (["--world", "{tmp}"], "--world {tmp}: no city folder"),
+    (["--policy", "gpt"], "unknown policy 'gpt'; known: "),
+    (["--policy", "oracle"], "policy 'oracle' reads the task's target, and a Seek has none"),
+    (["--param", "nope=1"], "policy 'ocr-embed': bad parameters ['nope']"),
+    (["--source", "cam"], "unknown frame source 'cam'; known: "),
+    (["--source-param", "views=nope"], "--source replay: unknown view source 'nope'"),
+    (["--safety-config", "{tmp}/safety.yaml"], "safety_config {tmp}/safety.yaml: safety.geofence.circle.radius_m"),
+    (["--start", "n1117"], "--start n1117: no node 'n1117' in the street graph of monaco; did you mean n01117"),
+    (["--start", "x9"], "--start x9: no node 'x9' in the street graph of monaco; its node ids look like n01117"),
+    (["--start", "43.70,7.30"], "--start 43.70,7.30: off the street graph of monaco: off-graph: "),
+    (["--start", "43.7,abc"], "--start 43.7,abc: expected a node id (e.g. n01117) or LAT,LON"),
+    (["--start", "n01117", "--walker", "device"], "--start n01117: it places the simulated walker (--walker sim)"),
+], ids=["no-world", "not-a-world", "policy", "privileged", "param", "source", "source-param", "safety", "near-node",
+        "node", "off-graph", "bad-position", "device"])
+def test_seek_refuses_a_bad_configuration_in_one_line_before_anything_starts(monaco_dir, tmp_path, no_process,
+                                                                             capsys, extra, message):
+    """Before, a missing --world started five nodes and printed 'seek: interrupted before a goal
+    was sent' before the reason, taken from a node's log."""
+    _safety_file(tmp_path)
+    argv = ["seek", "I am thirsty", "--world", str(monaco_dir), "--policy", "ocr-embed",
+            *[a.format(tmp=tmp_path) for a in extra]]
+    code, took = _timed_main(argv)
+    out, err = capsys.readouterr()
+    print(f"\nrefused in {1000 * took:.0f} ms: {err.strip()}")
+    assert code == 2 and out == "" and err.startswith("cityseeker: error: ") and len(err.splitlines()) == 1, err
+    assert message.format(tmp=tmp_path) in err
+    assert took < REFUSED_WITHIN_S and list(no_process.iterdir()) == []
+
+
+def test_seek_checks_the_start_and_budget_and_places_the_walker(monaco_dir):
+    """--max-steps 0 is the run's budget (the goal says 0, the nodes count 35); a budget the
+    goal gives is the nodes' too; --start becomes the walker's start parameter."""
+    from cityseeker_ros.cli import seek_run_config
+    from cityseeker_ros.core.datasets import load_dataset
+    from cityseeker_ros.ros.launcher import SeekPlan, plan_seek
+
+    def plan(*extra: str, max_steps: int = 0, start=None) -> SeekPlan:
+        args = _seek_parser().parse_args(["I am thirsty", "--world", str(monaco_dir), "--policy", "random", *extra])
+        planned = plan_seek(seek_run_config(args), args.need, max_steps=max_steps, start=start)
+        assert isinstance(planned, SeekPlan), planned
+        return planned
+
+    def params(planned: SeekPlan, name: str) -> dict:
+        return next(n.params for n in planned.nodes if n.name == name)
+
+    default = plan()
+    assert default.request.max_steps == 0 and default.run.benchmark.max_steps == 35
+    assert params(default, "camera_ingest")["max_steps"] == params(default, "supervisor")["max_steps"] == 35
+    assert "start" not in params(default, "walker") and "start_node" not in params(default, "walker")
+    assert default.run.source == "replay" and default.run.walker == "sim" and default.run.out == ""
+    big = plan(max_steps=200)
+    assert big.request.max_steps == 200 and params(big, "camera_ingest")["max_steps"] == 200
+    assert params(plan(start="n00042"), "walker")["start_node"] == "n00042"
+    node = load_dataset(monaco_dir)[0].graph.nodes["n00042"]
+    assert params(plan(start=f"{node.lat},{node.lon}"), "walker")["start"] == f"{node.lat!r},{node.lon!r}"
+    device = plan("--source", "replay", "--walker", "device")
+    assert device.run.walker == "" and [n.name for n in device.nodes][0] != "walker"
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["seek", "", "--world", "{world}", "--policy", "ocr-embed"], 3),
+    (["seek", "I am thirsty", "--world", "{tmp}/nope", "--policy", "ocr-embed"], 2),
+], ids=["bad-need", "no-world"])
+def test_a_refused_seek_leaves_no_temporary_folder(monaco_dir, tmp_path, argv, code):
+    """Before, every `cityseeker seek` left a /tmp/cityseeker-seek-* folder, refused ones too.
+    As a user runs it: a fresh interpreter, TMPDIR counted before and after."""
+    import os
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    argv = [a.format(world=monaco_dir, tmp=tmp_path) for a in argv]
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "cityseeker_ros", *argv], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(tmp)}, timeout=60)
+    took = time.monotonic() - began
+    print(f"\nrefused in {took:.1f} s with the interpreter's start: {(proc.stdout + proc.stderr).strip()}")
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "ROS_DOMAIN_ID=" not in proc.stdout and "interrupted" not in proc.stderr  # nothing was started
+    assert sorted(p.name for p in tmp.glob("cityseeker-seek-*")) == []
+    assert took < 5.0  # before: 7-15 s, five nodes started and stopped
+
+
+def test_seek_result_lines_say_how_the_goal_ended_in_words_that_cannot_be_misread():
+    """Before: 'result: budget (succeeded) at n03299 after 5 steps, 85.8 m: ... the need 'I am
+    thirsty' was not satisfied', the action's status beside the outcome. The line now says how it
+    ended; the JSON record keeps the status."""
+    from cityseeker_ros.ros.seek_outcome import EXIT_ENDED, EXIT_REJECTED, EXIT_SUCCEEDED, SeekOutcome, exit_code
+
+    def outcome(status: str, kind: str, code: str, reason: str, steps: int = 5) -> SeekOutcome:
+        return SeekOutcome(status, kind, code, reason, "n03299", 43.7, 7.4, ["n01117"], steps, 85.8)
+
+    budget = outcome("succeeded", "budget", "budget",
+                     "the need 'I am thirsty' was not satisfied within the budget of 5 steps")
+    assert budget.line() == ("budget spent after 5 steps at n03299 (85.8 m walked): the need 'I am thirsty' was not "
+                             "satisfied within the budget of 5 steps")
+    found = outcome("succeeded", "found", "stopped", "the policy believes 'water' is met here (unverified live)", 1)
+    assert found.line() == ("arrived after 1 step at n03299 (85.8 m walked): the policy believes 'water' is met here "
+                            "(unverified live)")
+    assert outcome("canceled", "cancelled", "cancelled", "cancelled by the operator").line().startswith(
+        "cancelled after 5 steps at n03299 (85.8 m walked): cancelled by the operator")
+    assert outcome("aborted", "failed", "stalled", "no progress for 120 s").line().startswith(
+        "failed (stalled) after 5 steps at n03299")
+    rejected = outcome("aborted", "rejected", "outside_geofence", "the vehicle at ... is 1850.0 m outside")
+    assert rejected.line() == "rejected (outside_geofence): the vehicle at ... is 1850.0 m outside"
+    for line in (budget.line(), found.line(), rejected.line()):
+        assert not any(word in line for word in ("succeeded", "aborted", "canceled"))
+    assert [exit_code(o) for o in (budget, found, rejected)] == [EXIT_SUCCEEDED, EXIT_SUCCEEDED, EXIT_REJECTED]
+    assert exit_code(outcome("aborted", "failed", "estop", "e-stop")) == EXIT_ENDED

@@ -211,7 +211,7 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
                 decision = agent.decide(observation, PromptContext(**vs.context))
             else:
                 decision = agent.decide(observation)
-            step["redecided"] = {"action": as_dict(convert.action_to_field(decision.action))}
+            step["redecided"] = {"action": as_dict(decision.action)}
         except ConfigError:
             raise
         except Exception as exc:  # a broken policy is reported per step, as the node would publish it

@@ -42,7 +42,7 @@ from cityseeker_ros.core.vehicles.safety.config import load_safety_config
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, convert_vehicle, qos, typed
 from cityseeker_ros.ros.parameters import AIRSIM_BRIDGE, declare, json_parameter
-from cityseeker_ros.ros.schema import CommandMsg, SafetyMsg
+from cityseeker_ros.ros.schema import CommandMsg
 from cityseeker_ros.ros.spin import spin
 
 IMAGE_FORMATS = convert.IMAGE_FORMATS  # raw (Image rgb8), png, jpeg (CompressedImage)
@@ -115,7 +115,7 @@ class AirSimBridgeNode(Node):
 
         self._fix_pub = self.create_publisher(NavSatFix, "~/fix", qos.STATE)
         self._odom_pub = self.create_publisher(Odometry, "~/odom", qos.STATE)
-        self._safety_pub = self.create_publisher(typed.msg_type(SafetyMsg), "~/safety", qos.STATE)
+        self._safety_pub = self.create_publisher(typed.msg_type(BridgeStatus), "~/safety", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         self._image_pub = self._depth_pub = None
         if self._camera:

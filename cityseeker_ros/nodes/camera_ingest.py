@@ -1,6 +1,6 @@
 """A live camera as the decision node's eyes: one view set per node arrival.
 
-Subscribes to `location` (LocationMsg from graph_localiser) and `episode` (EpisodeMsg: the
+Subscribes to `location` (Location from graph_localiser) and `episode` (EpisodeMsg: the
 supervisor's running task; until one runs nothing is published and diagnostics say so). When the
 vehicle arrives at a node it asks the frame source (core.camera, chosen by `source`) for the view
 of every walkable heading and publishes `~/views` (ViewSetMsg, qos.STATE) and its images
@@ -20,11 +20,12 @@ from sensor_msgs.msg import CompressedImage, Image
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.sensing.camera import FrameError, RunTask, TopicFrameSource, ViewSetBuilder, make_frame_source
 from cityseeker_ros.core.sensing.camera.rosbag import image_to_rgb
+from cityseeker_ros.core.sensing.localisation import Localisation
 from cityseeker_ros.core.tasks.environment import Observation
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter, world_parameter
-from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Task, ViewSetMsg
+from cityseeker_ros.ros.schema import EpisodeMsg, Task, ViewSetMsg
 from cityseeker_ros.ros.spin import spin
 
 
@@ -52,7 +53,7 @@ class CameraIngestNode(Node):
                                                  qos.view_images(self._max_views))
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         self.create_subscription(typed.msg_type(EpisodeMsg), "episode", self._on_episode, qos.STATE)
-        self.create_subscription(typed.msg_type(LocationMsg), "location", self._on_location, qos.STATE)
+        self.create_subscription(typed.msg_type(Localisation), "location", self._on_location, qos.STATE)
         topics = [c for c in self._source.cameras() if isinstance(c, TopicFrameSource)]
         for i, camera in enumerate(topics):
             base = "frames" if len(topics) == 1 else f"frames_{i}"
@@ -90,7 +91,7 @@ class CameraIngestNode(Node):
 
     def _on_location(self, msg: Any) -> None:
         try:
-            loc = convert.location_from_msg(typed.from_ros(msg))
+            loc = typed.location_from_ros(msg)
         except ValueError as exc:
             self.get_logger().warning(f"ignored a malformed location: {exc}")
             return

@@ -50,11 +50,12 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.episode_run import episode_rng
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.infra.redact import redact, redact_text
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import VLM_DECISION, declare, json_parameter, policy_params
-from cityseeker_ros.ros.schema import DecisionMsg, Stamp, ViewSetMsg
+from cityseeker_ros.ros.schema import DecisionMsg, ViewSetMsg
 from cityseeker_ros.ros.spin import spin
 
 ImageKey = tuple[tuple[int, int], str]  # ((sec, nanosec) of the view set's stamp, frame id)
@@ -77,7 +78,7 @@ class Waiting:
     handles: list[ServerGoalHandle] = field(default_factory=list)  # the goals, for feedback
 
 
-class VlmDecisionNode(LifecycleNode):
+class DecisionNode(LifecycleNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("decision", **kwargs)
         declare(self, VLM_DECISION)
@@ -440,7 +441,7 @@ class VlmDecisionNode(LifecycleNode):
 
 
 def main(args=None) -> None:
-    spin(VlmDecisionNode, "decision", args)
+    spin(DecisionNode, "decision", args)
 
 
 if __name__ == "__main__":

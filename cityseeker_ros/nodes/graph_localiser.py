@@ -18,13 +18,15 @@ from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix, NavSatStatus
 
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser, Localisation, LocalisationStatus
 from cityseeker_ros.core.tasks.episode import World
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, yaw_from_quat
+from cityseeker_ros.core.vehicles.safety.commands import Goal
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import GRAPH_LOCALISER, declare, world_parameter
-from cityseeker_ros.ros.schema import CommandMsg, GoalField, LocationMsg, Stamp
+from cityseeker_ros.ros.schema import CommandMsg
 from cityseeker_ros.ros.spin import spin
 
 # A supervisor goal is sent at a node's coordinates; farther than this from every node it names none.
@@ -60,7 +62,7 @@ class GraphLocaliserNode(Node):
                                          arrival_radius_m=float(p["arrival_radius_m"]))
         self._last: Optional[Localisation] = None
         self._fixes = 0
-        self._location_pub = self.create_publisher(typed.msg_type(LocationMsg), "~/location", qos.STATE)
+        self._location_pub = self.create_publisher(typed.msg_type(Localisation), "~/location", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
         if p["input"] == "fix":
             self.create_subscription(NavSatFix, "fix", self._on_fix, qos.STATE)
@@ -79,7 +81,7 @@ class GraphLocaliserNode(Node):
         except ValueError as exc:
             self.get_logger().warning(f"ignored a malformed command: {exc}")
             return
-        if not isinstance(command, GoalField):
+        if not isinstance(command, Goal):
             return
         node, distance = self._world.graph.nearest_nodes(command.lat, command.lon, 1)[0]
         expected = node if distance <= GOAL_NODE_MATCH_M else None
@@ -105,7 +107,7 @@ class GraphLocaliserNode(Node):
     def _publish(self, loc: Localisation, stamp: Stamp) -> None:
         changed = self._last is None or self._last.status != loc.status or self._last.node_id != loc.node_id
         self._last, self._fixes = loc, self._fixes + 1
-        self._location_pub.publish(typed.to_ros(convert.location_to_msg(loc, stamp)))
+        self._location_pub.publish(typed.location_to_ros(loc, stamp))
         if changed:  # a status change is news now, not at the next period
             self._publish_diagnostics()
 

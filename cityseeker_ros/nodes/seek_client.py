@@ -10,17 +10,17 @@ Every wait spins this client's own executor; nothing blocks a callback.
 
 A goal the server refuses ends at once with outcome `rejected`, its `code` (busy, estop,
 off_graph, outside_geofence, bad_need, ...) and reason; the command prints them and exits 3
-(0: the goal succeeded, 1: it ended otherwise, 2: no server or no answer in time).
+(0: the goal ran its course: arrived, or its budget spent; 1: it ended otherwise; 2: no server or
+no answer in time). The lines it prints are ros/seek_outcome.py's.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import math
+import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 import rclpy
@@ -31,6 +31,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from cityseeker_interfaces.action import Seek
+from cityseeker_ros.ros.seek_outcome import EXIT_ERROR, SeekOutcome, SeekStep, exit_code, write_json
 
 OUTCOMES = {Seek.Result.FOUND: "found", Seek.Result.BUDGET: "budget", Seek.Result.CANCELLED: "cancelled",
             Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected"}
@@ -38,65 +39,21 @@ STATUSES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED:
             GoalStatus.STATUS_CANCELED: "canceled"}
 ACTIONS = {0: "move", 1: "stop", 2: "back"}  # AgentAction kinds
 NOT_READY = "not_ready"  # the rejection code of a server still starting (nodes/supervisor_actions.py)
-EXIT_SUCCEEDED, EXIT_ENDED, EXIT_ERROR, EXIT_REJECTED = 0, 1, 2, 3  # main()'s exit codes
+__all__ = ["SeekError", "SeekOutcome", "SeekStep", "Seeker", "main"]  # SeekOutcome, SeekStep: ros/seek_outcome.py
 
 
 class SeekError(RuntimeError):
     """No server, a goal the server did not accept, or no result in time."""
 
 
-@dataclass(frozen=True)
-class SeekStep:
-    """One feedback message, as plain values."""
-
-    step: int
-    steps_left: int
-    node: str
-    action: str
-    heading_deg: Optional[float]
-    direction: str
-    reason: str
-    distance_m: float
-    lat: Optional[float]
-    lon: Optional[float]
-
-    def line(self) -> str:
-        heading = f" heading {self.heading_deg:.0f} deg" if self.heading_deg is not None else ""
-        direction = f" {self.direction}" if self.direction else ""
-        return (f"step {self.step} ({self.steps_left} left) at {self.node}: {self.action}{direction}{heading}, "
-                f"{self.distance_m:.1f} m so far - {' '.join(self.reason.split())[:160]}")
+class Stopped(BaseException):
+    """SIGTERM: the process that started this one is stopping it (`cityseeker seek` when a node
+    failed or its --timeout passed). Like Ctrl-C an active goal is cancelled, but a goal not
+    yet sent is no news: the starter says what went wrong."""
 
 
-@dataclass(frozen=True)
-class SeekOutcome:
-    """A goal's end: the action status (succeeded, aborted, canceled), the Seek outcome (found,
-    budget, cancelled, failed, rejected), its code (a rejection's: busy, off_graph...; otherwise
-    how it ended: stopped, budget, cancelled, stalled, estop, error), where it stopped and why,
-    and its feedback."""
-
-    status: str
-    outcome: str
-    code: str
-    reason: str
-    node: str
-    lat: Optional[float]
-    lon: Optional[float]
-    path: list[str]
-    steps: int
-    distance_m: float
-    feedback: list[SeekStep] = field(default_factory=list)
-
-    @property
-    def rejected(self) -> bool:
-        """The server refused the goal; nothing moved."""
-        return self.outcome == "rejected"
-
-    def line(self) -> str:
-        if self.rejected:
-            return f"rejected ({self.code}): {self.reason}"
-        how = f"{self.code}, " if self.code and self.code not in (self.outcome, "stopped") else ""
-        return (f"{self.outcome} ({how}{self.status}) at {self.node or '-'} after {self.steps} steps, "
-                f"{self.distance_m:.1f} m: {self.reason}")
+def _stopped(signum: int, frame: Any) -> None:
+    raise Stopped()
 
 
 def _number(value: float) -> Optional[float]:
@@ -254,15 +211,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--timeout", type=float, help="seconds to wait for the result (default: none)")
     parser.add_argument("--json", help="also write the result as JSON to this file")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stopped)
     seeker = Seeker(args.server)
     try:
         try:
             outcome = seeker.seek(args.need, args.max_steps, args.preempt,
                                   feedback=lambda s: print(s.line(), flush=True), timeout_s=args.timeout,
                                   ready_timeout_s=args.wait)
-        except KeyboardInterrupt:  # Ctrl-C holds the vehicle: cancel, then report how it ended
+        except (KeyboardInterrupt, Stopped) as stop:  # the vehicle holds: cancel, then report how it ended
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop is enough; the starter kills if it must
             if not seeker.sent:  # nothing to cancel (e.g. the node set stopped while starting)
-                print("seek: interrupted before a goal was sent", file=sys.stderr)
+                if isinstance(stop, KeyboardInterrupt):
+                    print("seek: interrupted before a goal was sent", file=sys.stderr)
                 return EXIT_ERROR
             print("cancelling: the vehicle holds", flush=True)
             seeker.cancel()
@@ -274,11 +234,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         seeker.close()
     print(f"result: {outcome.line()}", flush=True)
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(asdict(outcome), out)
-    if outcome.rejected:
-        return EXIT_REJECTED
-    return EXIT_SUCCEEDED if outcome.status == "succeeded" else EXIT_ENDED
+        write_json(outcome, args.json)
+    return exit_code(outcome)
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ class StreetviewReplayNode(Node):
             self._end(None)
             return
         try:
-            result = env.step(convert.action_from_field(action.action))
+            result = env.step(action.action)
         except Exception as exc:  # the view source failed at the next node
             env.fail(f"{type(exc).__name__}: {exc}")
             self._end(None)

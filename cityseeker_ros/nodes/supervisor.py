@@ -42,6 +42,7 @@ from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.benchmark import run_tasks
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.loop.episode_server import EpisodeServerLoop
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.live import check_stall_timeout
@@ -59,6 +60,7 @@ from cityseeker_ros.core.loop.state_machine import (
     ViewSet,
     WorldEpisode,
 )
+from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus
 from cityseeker_ros.core.tasks.environment import Action, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.vehicles.safety.commands import Command
@@ -72,11 +74,7 @@ from cityseeker_ros.ros.schema import (
     ActionMsg,
     CommandMsg,
     EpisodeMsg,
-    GuidanceMsg,
-    LocationMsg,
     OutcomeMsg,
-    Stamp,
-    SupervisorStatusMsg,
     ViewSetMsg,
 )
 from cityseeker_ros.ros.spin import spin
@@ -131,11 +129,11 @@ class SupervisorNode(Node):
         self._goal: Optional[DecideGoal] = None  # the Decide goal in flight
         self._goal_retry_at = 0.0  # monotonic: no goal is sent before this
         self._goal_pub = self.create_publisher(Decide.Goal, "~/decide_goal", qos.STATE)
-        self._status_pub = self.create_publisher(typed.msg_type(SupervisorStatusMsg), "~/status", qos.STATE)
+        self._status_pub = self.create_publisher(typed.msg_type(SupervisorStatus), "~/status", qos.STATE)
         self._outcome_pub = self.create_publisher(typed.msg_type(OutcomeMsg), "~/outcome", qos.OUTCOMES)
         self._heartbeat_pub = self.create_publisher(Header, "~/heartbeat", qos.HEARTBEAT)
         self._command_pub = self.create_publisher(typed.msg_type(CommandMsg), "~/command", qos.STATE)
-        self._guidance_pub = self.create_publisher(typed.msg_type(GuidanceMsg), "~/guidance", qos.STATE)
+        self._guidance_pub = self.create_publisher(typed.msg_type(Guidance), "~/guidance", qos.STATE)
         self._episode_pub = self.create_publisher(typed.msg_type(EpisodeMsg), "~/episode", qos.STATE)
         self._markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.STATE)
         self._graph_pub = self.create_publisher(MarkerArray, "~/graph_markers", qos.STATE)
@@ -144,7 +142,7 @@ class SupervisorNode(Node):
         self.create_subscription(typed.msg_type(ViewSetMsg), f"{world}/views", self._on_views, qos.STATE)
         self.create_subscription(typed.msg_type(EpisodeMsg), f"{world}/episode", self._on_episode, qos.STATE)
         if self._live:
-            self.create_subscription(typed.msg_type(LocationMsg), f"{p['localiser_node'].rstrip('/')}/location",
+            self.create_subscription(typed.msg_type(Localisation), f"{p['localiser_node'].rstrip('/')}/location",
                                      self._on_location, qos.STATE)
         self._select = self.create_client(SetParametersAtomically, f"{world}/set_parameters_atomically")
         self._get_state = self.create_client(GetState, f"{decision}/get_state")
@@ -210,11 +208,12 @@ class SupervisorNode(Node):
         if not isinstance(self._loop, LiveLoop):
             return
         try:
-            location: LocationMsg = typed.from_ros(msg)
+            location: Localisation = typed.from_ros(msg)
         except ValueError as exc:
             self.get_logger().warning(f"ignored a malformed location: {exc}")
             return
-        self._loop.location(location.lat, location.lon, location.node, location.status == "on-node")
+        self._loop.location(location.lat, location.lon, location.node_id,
+                            location.status == LocalisationStatus.ON_NODE)
 
     # -- the Decide action ---------------------------------------------------------------------
 
@@ -268,7 +267,7 @@ class SupervisorNode(Node):
             return
         core = None
         if decision.error is None and decision.action is not None:
-            core = Decision(convert.action_from_field(decision.action), decision.confidence, decision.rationale)
+            core = Decision(decision.action, decision.confidence, decision.rationale)
         self._loop.decision(decision.view_set_id, core, decision.records, decision.error)
 
     def _drop_goal(self) -> None:
@@ -370,12 +369,12 @@ class SupervisorNode(Node):
     # -- reporting -----------------------------------------------------------------------------
 
     def _publish_status(self) -> None:
-        self._status_pub.publish(typed.status_to_ros(status_msg(self._loop.status()), self._stamp()))
+        self._status_pub.publish(typed.status_to_ros(self._loop.status(), self._stamp()))
 
     def _publish_diagnostics(self) -> None:
-        status = status_msg(self._loop.status())
+        status = self._loop.status()
         level = "warn" if status.state == "holding" else "ok"
-        values = {k: v for k, v in status.model_dump().items() if k not in ("kind", "version", "reason")}
+        values = {k: v for k, v in asdict(status).items() if k != "reason"}
         publish_diagnostics(self, self._diag_pub, "supervisor", level, status.reason or status.state, values)
 
 
@@ -388,10 +387,6 @@ class DecideGoal:
     sent_at: Optional[float] = None  # monotonic; None: not in flight (to be sent)
     handle: Any = None  # DecideGoalHandle once accepted
     tries: int = 0
-
-
-def status_msg(status: SupervisorStatus) -> SupervisorStatusMsg:
-    return SupervisorStatusMsg(**asdict(status))
 
 
 class RosOutputs(Outputs):
@@ -422,8 +417,7 @@ class RosOutputs(Outputs):
         # the goal, so this copy's publish is not on the step's critical path
 
     def act(self, view_set_id: str, action: Optional[Action], error: Optional[str] = None) -> None:
-        msg = ActionMsg(view_set_id=view_set_id, action=convert.action_to_field(action) if action else None,
-                        error=error)
+        msg = ActionMsg(view_set_id=view_set_id, action=action, error=error)
         self.node._action_pub.publish(typed.to_ros(msg))
 
     def command(self, command: Command, reason: str, view_set_id: Optional[str] = None) -> None:
@@ -462,7 +456,7 @@ class RosOutputs(Outputs):
         self.node._outcome_pub.publish(typed.to_ros(OutcomeMsg(index=index, total=total, record=record)))
 
     def status(self, status: SupervisorStatus) -> None:
-        self.node._status_pub.publish(typed.status_to_ros(status_msg(status), self.node._stamp()))
+        self.node._status_pub.publish(typed.status_to_ros(status, self.node._stamp()))
 
     def log(self, level: str, message: str) -> None:
         logger = self.node.get_logger()  # one call per severity: rclpy ties a severity to its call site

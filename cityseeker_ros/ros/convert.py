@@ -21,6 +21,7 @@ import array
 import io
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -32,26 +33,15 @@ from sensor_msgs.msg import CompressedImage, Image, NavSatFix, NavSatStatus
 from std_msgs.msg import Header
 
 from cityseeker_ros.core.agents.policies.base import Decision
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_text
 from cityseeker_ros.core.loop.guidance import Guidance
-from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.streets.directions import RelativeDirection
-from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, View, move, retrace
+from cityseeker_ros.core.tasks.environment import Observation, View
 from cityseeker_ros.core.tasks.episode import Episode
 from cityseeker_ros.core.vehicles.airsim.frames import compass_to_enu_yaw, quat_from_yaw
 from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
-from cityseeker_ros.ros.schema import (
-    ActionField,
-    DecisionMsg,
-    GuidanceMsg,
-    LocationMsg,
-    PanoramaEntry,
-    Stamp,
-    Task,
-    ViewEntry,
-    ViewSetMsg,
-    WalkableField,
-)
+from cityseeker_ros.ros.schema import DecisionMsg, PanoramaEntry, Task, ViewEntry, ViewSetMsg
 
 # The image_format parameter's values: raw Image, or CompressedImage by Pillow format.
 IMAGE_FORMATS = ("raw", "png", "jpeg")
@@ -72,30 +62,14 @@ def stamp_from_msg(time: Time) -> Stamp:
 
 
 def stamp_from_ns(ns: int) -> Stamp:
-    return Stamp(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    return Stamp.from_ns(ns)
 
 
 # -- actions and decisions ---------------------------------------------------------------------
 
-def action_to_field(action: Action) -> ActionField:
-    if action.is_stop:
-        return ActionField(kind="stop")
-    if action.back_to is not None:
-        return ActionField(kind="back", back_to=action.back_to)
-    return ActionField(kind="move", index=action.index)
-
-
-def action_from_field(field: ActionField) -> Action:
-    if field.kind == "stop":
-        return STOP
-    if field.kind == "back":
-        return retrace(field.back_to)
-    return move(field.index)
-
-
 def decision_to_msg(decision: Decision, view_set: ViewSetMsg, policy: str, latency_s: float) -> DecisionMsg:
     return DecisionMsg(view_set_id=view_set.view_set_id, task=view_set.task, step=view_set.step,
-                       action=action_to_field(decision.action), confidence=decision.confidence,
+                       action=decision.action, confidence=decision.confidence,
                        rationale=decision.rationale, policy=policy, latency_s=latency_s)
 
 
@@ -307,31 +281,8 @@ def diagnostic_status(name: str, level: str, message: str, values: Mapping[str, 
                             values=[KeyValue(key=clean_text(k), value=clean_text(str(v))) for k, v in values.items()])
 
 
-# -- guidance ----------------------------------------------------------------------------------
+# -- guidance ---------------------------------------------------------------------------------
 
-def guidance_msg(guidance: Guidance, view_set: ViewSetMsg, stamp: Stamp) -> GuidanceMsg:
-    """core.loop.guidance.Guidance for the view set it answers (its text is the reason shown)."""
-    return GuidanceMsg(stamp=stamp, view_set_id=view_set.view_set_id, episode_id=view_set.task.episode_id,
-                       action=guidance.action, node=guidance.node, next_node=guidance.next_node,
-                       heading_deg=guidance.heading_deg, relative_deg=guidance.relative_deg,
-                       direction=guidance.direction, distance_m=guidance.distance_m, reason=guidance.text,
-                       confidence=guidance.confidence)
-
-
-# -- localisation ------------------------------------------------------------------------------
-
-def location_to_msg(loc: Localisation, stamp: Stamp) -> LocationMsg:
-    walkable = [WalkableField(index=w.index, heading_deg=w.heading_deg, relative_deg=w.relative_deg,
-                              direction=w.direction.value if w.direction is not None else None, target=w.target)
-                for w in loc.walkable]
-    return LocationMsg(stamp=stamp, status=loc.status.value, node=loc.node_id, distance_m=loc.distance_m,
-                       heading_deg=loc.heading_deg, heading_source=loc.heading_source, walkable=walkable,
-                       lat=loc.lat, lon=loc.lon, reason=loc.reason)
-
-
-def location_from_msg(msg: LocationMsg) -> Localisation:
-    walkable = tuple(WalkableHeading(w.index, w.heading_deg, w.relative_deg,
-                                     RelativeDirection(w.direction) if w.direction else None, w.target)
-                     for w in msg.walkable)
-    return Localisation(LocalisationStatus(msg.status), msg.node, msg.distance_m, msg.heading_deg, msg.heading_source,
-                        walkable, msg.lat, msg.lon, msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.reason)
+def guidance_msg(guidance: Guidance, view_set: ViewSetMsg, stamp: Stamp) -> Guidance:
+    """core.loop.guidance.Guidance stamped for the view set it answers (its text is the reason shown)."""
+    return replace(guidance, view_set_id=view_set.view_set_id, episode_id=view_set.task.episode_id, stamp=stamp)

@@ -1,10 +1,12 @@
 """Vehicle messages <-> core types, as pure functions: kinematics to NavSatFix/Odometry (REP 103),
-camera frames to Image, CommandMsg <-> core.vehicles.safety.commands, bridge status to SafetyMsg.
+camera frames to Image, core commands stamped into a CommandMsg and back. The bridge status
+(core BridgeStatus) is the safety message itself: ros/typed.py converts it.
 
 Message classes are plain Python (no rclpy, no running graph), so unit tests call these directly.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 import numpy as np
@@ -12,12 +14,13 @@ from nav_msgs.msg import Odometry
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix, NavSatStatus
 from std_msgs.msg import Header
 
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
 from cityseeker_ros.core.vehicles.airsim.client import Kinematics
 from cityseeker_ros.core.vehicles.airsim.frames import quat_to_matrix
-from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
+from cityseeker_ros.core.vehicles.safety.commands import Command, Goal, Hold, Velocity
 from cityseeker_ros.ros.convert import image_to_msg, stamp_to_msg
-from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, Stamp, VelocityField
+from cityseeker_ros.ros.schema import CommandMsg
 
 
 def header(stamp: Stamp, frame_id: str) -> Header:
@@ -65,27 +68,15 @@ def depth_image(depth_m: np.ndarray, stamp: Stamp, frame_id: str) -> Image:
 
 
 def command_from_msg(msg: CommandMsg) -> Command:
-    c = msg.command
-    if isinstance(c, GoalField):
-        return Goal(lat=c.lat, lon=c.lon, alt_m=c.alt_m, heading_deg=c.heading_deg, speed_m_s=c.speed_m_s)
-    if isinstance(c, VelocityField):
-        return Velocity(east_m_s=c.east_m_s, north_m_s=c.north_m_s, up_m_s=c.up_m_s, yaw_rate_deg_s=c.yaw_rate_deg_s)
-    return HOLD
+    return msg.command
 
 
 def command_to_msg(command: Command, stamp: Stamp, reason: str = "", view_set_id: Optional[str] = None) -> CommandMsg:
-    if isinstance(command, Goal):
-        field = GoalField(lat=command.lat, lon=command.lon, alt_m=command.alt_m, heading_deg=command.heading_deg,
-                          speed_m_s=command.speed_m_s)
-    elif isinstance(command, Velocity):
-        field = VelocityField(east_m_s=command.east_m_s, north_m_s=command.north_m_s, up_m_s=command.up_m_s,
-                              yaw_rate_deg_s=command.yaw_rate_deg_s)
-    elif isinstance(command, Hold):
-        field = HoldField()
-    else:
+    if not isinstance(command, (Goal, Velocity, Hold)):
         raise TypeError(f"not a command: {command!r}")
-    return CommandMsg(stamp=stamp, command=field, reason=reason, view_set_id=view_set_id)
+    return CommandMsg(stamp=stamp, command=command, reason=reason, view_set_id=view_set_id)
 
 
-def safety_msg(status: BridgeStatus, stamp: Stamp) -> SafetyMsg:
-    return SafetyMsg(stamp=stamp, moving=status.moving, code=status.code, reason=status.reason, estop=status.estop)
+def safety_msg(status: BridgeStatus, stamp: Stamp) -> BridgeStatus:
+    """The bridge status as published: stamped."""
+    return replace(status, stamp=stamp)

@@ -1,25 +1,38 @@
 """What `cityseeker run benchmark|camera|airsim|bag` does: plan the tasks a (possibly resumed) run
 still needs, start the launch file's node set with the runner, wait for the evaluator to have
-written every task, stop everything started, and return summary.json."""
+written every task, stop everything started, and return summary.json. And what `cityseeker seek`
+does: check the goal and the configuration before any process starts, then one Seek goal."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
+import math
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from cityseeker_ros.core.agents.policies import POLICIES, make_policy
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.benchmark import resume_note, run_tasks
 from cityseeker_ros.core.evaluation.config import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.seek import SeekRequest, check_request
+from cityseeker_ros.core.sensing.camera import FRAME_SOURCES, make_frame_source
+from cityseeker_ros.core.sensing.localisation import GraphLocaliser
+from cityseeker_ros.core.tasks.episode import World
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets
-from cityseeker_ros.ros.run_config import RunConfig
+from cityseeker_ros.ros.run_config import RunConfig, checked
 from cityseeker_ros.ros.runner import NodeSpec, RunFailed, Runner
+from cityseeker_ros.ros.seek_outcome import EXIT_ERROR, SeekOutcome, exit_code, rejection, write_json
 
 
 def written_keys(out: Path) -> set[tuple[str, int]]:
@@ -186,30 +199,170 @@ def run_bag(run: RunConfig, *, settle_s: float = 10.0, timeout_s: Optional[float
     return write_redecision(compare_decisions(bag, out_bag), Path(f"{out_bag}.eval"))
 
 
-def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False,
+# -- cityseeker seek -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SeekPlan:
+    """A Seek that passed every check made before a process starts: the run (its step budget
+    covering the goal's), the goal, and the node set with the simulated walker placed."""
+
+    run: RunConfig
+    request: SeekRequest
+    nodes: list[NodeSpec]
+
+
+def plan_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False,
+              start: Optional[str] = None) -> SeekPlan | SeekOutcome:
+    """Everything `cityseeker seek` can check before it starts a process. First the goal, as the
+    server would (core.loop.seek.check_request): a bad need or budget is the server's rejection,
+    returned. Then the configuration, each error a ConfigError naming what was given: the run's
+    settings (policy name, walker, safety file), the world folder and that it loads, where the
+    simulated walker starts, the policy's parameters, the frame source and its parameters.
+    `max_steps` 0: the run's budget; `start`: a node id or "LAT,LON" (--start)."""
+    request = SeekRequest(need, max_steps, preempt)
+    refused = check_request(request, run.benchmark.max_steps)
+    if refused is not None:
+        return rejection(refused.code, refused.reason)
+    # The camera counts steps too: the run's budget is the goal's, so neither cuts the other short.
+    budget = max_steps or run.benchmark.max_steps
+    run = checked(replace(run, benchmark=replace(run.benchmark, max_steps=budget)))
+    world = _seek_world(Path(run.benchmark.data), run.benchmark.dataset)
+    walker = _walker_start(world, start, run.walker)
+    _check_seek_policy(run.benchmark.policy, run.benchmark.policy_params)
+    FRAME_SOURCES.get(run.source)  # a source that opens a device is made by camera_ingest alone
+    if run.source == "replay":  # the world rendered: made (and so checked) here, then dropped
+        try:
+            make_frame_source(run.source, world, run.source_params).close()
+        except ConfigError as exc:
+            raise ConfigError(f"--source {run.source}: {exc}") from None
+    nodes = [replace(n, params={**n.params, **walker}) if n.name == node_sets.WALKER else n
+             for n in node_sets.seek_nodes(run)]
+    return SeekPlan(run, request, nodes)
+
+
+def _seek_world(data: Path, dataset: str) -> World:
+    if not data.is_dir():
+        raise ConfigError(f"--world {data}: no such folder (`cityseeker world build monaco --out FOLDER` builds "
+                          f"one)")
+    try:
+        worlds = load_dataset(data, dataset)
+    except ConfigError as exc:  # the loader names the benchmark's flag
+        raise ConfigError(str(exc).replace(f"--data {data}", f"--world {data}", 1)) from None
+    if len(worlds) != 1:
+        raise ConfigError(f"--world {data} holds {len(worlds)} cities ({', '.join(w.city for w in worlds)}): a "
+                          f"seek walks one; give its folder")
+    return worlds[0]
+
+
+def _walker_start(world: World, start: Optional[str], walker: str) -> dict[str, str]:
+    """The walker node's start parameters for --start (a node id, or LAT,LON on the graph)."""
+    if walker != "sim":
+        if start:
+            raise ConfigError(f"--start {start}: it places the simulated walker (--walker sim); with a device "
+                              f"the fixes say where the vehicle stands")
+        return {}
+    example = world.episodes[0].start if world.episodes else next(iter(world.graph.nodes))
+    if not start:
+        if not world.episodes:
+            raise ConfigError(f"{world.city} has no task whose start the walker could take: give --start NODE_ID "
+                              f"or --start LAT,LON (e.g. --start {example})")
+        return {}
+    if "," in start:
+        try:
+            lat, lon = (float(v) for v in start.split(","))
+        except ValueError:
+            raise ConfigError(f"--start {start}: expected a node id (e.g. {example}) or LAT,LON in degrees") from None
+        if not (math.isfinite(lat) and math.isfinite(lon) and -90 <= lat <= 90 and -180 <= lon <= 180):
+            raise ConfigError(f"--start {start}: not a position (LAT in -90..90, LON in -180..180 degrees)")
+        loc = GraphLocaliser(world.graph, world.actions).update(lat, lon)  # as the server will place it
+        if not loc.on_graph or loc.node_id is None:
+            raise ConfigError(f"--start {start}: off the street graph of {world.city}: {loc.reason}")
+        return {"start": f"{lat!r},{lon!r}"}
+    if start not in world.graph.nodes:
+        close = difflib.get_close_matches(start, list(world.graph.nodes), n=3)
+        hint = (f"did you mean {' or '.join(close)}?" if close else
+                f"its node ids look like {example} (where its first task starts)")
+        raise ConfigError(f"--start {start}: no node {start!r} in the street graph of {world.city}; {hint}")
+    return {"start_node": start}
+
+
+def _check_seek_policy(name: str, params: dict[str, Any]) -> None:
+    """The policy is made as the decision node makes it, without loading a model: an unknown or
+    bad parameter fails here. A privileged policy reads the task's target; a Seek has none."""
+    if getattr(POLICIES.get(name), "privileged", False):
+        usable = [n for n in POLICIES.names() if not getattr(POLICIES.get(n), "privileged", False)]
+        raise ConfigError(f"policy {name!r} reads the task's target, and a Seek has none (its need is given at "
+                          f"run time); use one of: {', '.join(usable)}")
+    make_policy(name, **params)
+
+
+def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False, start: Optional[str] = None,
              result_file: Optional[Path] = None, timeout_s: Optional[float] = None,
              domain_id: Optional[int] = None) -> int:
-    """`cityseeker seek`: start the camera (or AirSim) node set serving Seek goals
-    (node_sets.seek_nodes), send one goal through nodes/seek_client.py in its own ROS process (its
-    feedback and result go to this terminal), stop everything started; the client's exit code
-    (0: the goal succeeded)."""
-    nodes = node_sets.seek_nodes(run)
+    """`cityseeker seek`: check everything that can be checked (plan_seek), then start the camera
+    node set serving Seek goals, send one goal through nodes/seek_client.py in its own ROS process
+    (its feedback and result go to this terminal), stop everything started; the exit code
+    (ros/seek_outcome.py). A goal refused by the checks is printed as the server's rejection, and
+    nothing starts. Node logs go to OUT/ros (`run.out`), else to a temporary folder that is
+    removed at the end, unless the run ended in an error (exit 2): it is kept and named then."""
+    plan = plan_seek(run, need, max_steps=max_steps, preempt=preempt, start=start)
+    if isinstance(plan, SeekOutcome):
+        print(f"result: {plan.line()}", flush=True)
+        if result_file is not None:
+            write_json(plan, result_file)
+        return exit_code(plan)
     missing = ros.missing_ros_modules()
     if missing:
         raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): pip install -e '.[ros]'")
-    logs = Path(run.out) / "ros"
-    client_args = [need, "--max-steps", str(max_steps)] + (["--preempt"] if preempt else [])
+    temporary = not plan.run.out
+    root = Path(tempfile.mkdtemp(prefix="cityseeker-seek-")) if temporary else Path(plan.run.out)
+    failed = True
+    try:
+        code = _seek(plan, root / "ros", temporary, max_steps, result_file, timeout_s, domain_id)
+        failed = code == EXIT_ERROR
+        return code
+    except KeyboardInterrupt:
+        failed = False
+        raise
+    finally:
+        if temporary and failed:
+            print(f"seek: node logs kept in {root / 'ros'}", file=sys.stderr, flush=True)
+        elif temporary:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _seek(plan: SeekPlan, logs: Path, temporary: bool, max_steps: int, result_file: Optional[Path],
+          timeout_s: Optional[float], domain_id: Optional[int]) -> int:
+    request = plan.request
+    client_args = [request.need, "--max-steps", str(max_steps)] + (["--preempt"] if request.preempt else [])
     if result_file is not None:
         client_args += ["--json", str(result_file)]
+    where = "a temporary folder (kept only if the run fails; --out DIR keeps them)" if temporary else str(logs)
     with domain(domain_id) as domain_id_used:
-        print(f"ROS_DOMAIN_ID={domain_id_used}: {', '.join(n.name for n in nodes)}; node logs in {logs}", flush=True)
+        print(f"ROS_DOMAIN_ID={domain_id_used}: {', '.join(n.name for n in plan.nodes)}; node logs in {where}",
+              flush=True)
         env = ros.ros_env(domain_id=domain_id_used)
-        with Runner(nodes, logs, env) as runner:
+        with Runner(plan.nodes, logs, env) as runner:
             runner.start()
             client = ros.spawn(ros.python_module_command("cityseeker_ros.nodes.seek_client", *client_args), env,
                                die_with_parent=True)
             try:
                 runner.watch(lambda: client.poll() is not None, timeout_s)
             finally:
-                ros.stop(client)
+                _stop_client(client)
     return int(client.returncode)
+
+
+def _stop_client(client: subprocess.Popen, timeout_s: float = 15.0) -> None:
+    """SIGTERM, not SIGINT: the client then cancels a goal it sent (the vehicle holds) and prints
+    its result, but says nothing of a goal it never sent: the node or the --timeout that ended
+    the run is the news, and the runner says it. SIGKILL after `timeout_s`."""
+    if client.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            client.terminate()
+        try:
+            client.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                client.kill()
+            client.wait(timeout_s)

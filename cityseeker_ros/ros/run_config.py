@@ -292,6 +292,27 @@ def launch_arguments(kind: str) -> list[tuple[str, Optional[str], str]]:
     return [(s.name, None if kind in s.required else s.default_text(), s.description) for s in settings(kind)]
 
 
+# `cityseeker seek`: the camera node set's own settings a Seek uses, and its defaults where they
+# differ from a camera run's (the documented use needs no hardware: the world rendered as the
+# camera). The walker, the budget and the start are the command's own options (cli.py).
+SEEK_SETTINGS = ("source", "source_params", "fix_topic", "safety_config", "decision_timeout_s")
+SEEK_DEFAULTS = {"source": "replay"}
+
+
+def seek_config(benchmark: BenchmarkConfig, values: Mapping[str, Any]) -> RunConfig:
+    """The RunConfig of `cityseeker seek`: a camera run whose node set serves Seek goals
+    (node_sets.seek_nodes), from its BenchmarkConfig (the world, the policy) and SEEK_SETTINGS,
+    `walker` and `out` by name (None: the default). `out` is only where node logs go ('' : a
+    temporary folder). Not checked here: launcher.plan_seek checks the goal first, as the
+    server would, then the rest (`checked`)."""
+    known = (*SEEK_SETTINGS, "walker", "out")
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {', '.join(unknown)} for a seek; known: {', '.join(known)}")
+    typed = {name: values[name] for name in known if values.get(name) is not None}
+    return RunConfig(kind="camera", benchmark=benchmark, **{**SEEK_DEFAULTS, **typed})
+
+
 def with_benchmark(kind: str, benchmark: BenchmarkConfig, values: Mapping[str, Any]) -> RunConfig:
     """A world run from the CLI: the BenchmarkConfig its shared options made, and the values
     of the run's own settings by name (None: the default). Unknown names are refused."""
@@ -308,14 +329,18 @@ def with_benchmark(kind: str, benchmark: BenchmarkConfig, values: Mapping[str, A
 
 # -- the command line ------------------------------------------------------------------------------
 
-def add_cli_options(parser: Any, kind: str) -> None:
+def add_cli_options(parser: Any, kind: str, names: Optional[tuple[str, ...]] = None,
+                    defaults: Optional[Mapping[str, Any]] = None) -> None:
     """The run subcommand's own options, from the table (a world run's shared benchmark options
-    come from cli.py's `_benchmark_options`). JSON-object settings take repeatable KEY=VALUE."""
+    come from cli.py's `_benchmark_options`). JSON-object settings take repeatable KEY=VALUE.
+    `names`: only these settings (`cityseeker seek`'s SEEK_SETTINGS); `defaults`: the defaults
+    its help states where they are not the table's (the command applies them)."""
     for s in settings(kind):
-        if s.shared_flag and kind in WORLD_RUNS:
+        if (s.shared_flag and kind in WORLD_RUNS) or (names is not None and s.name not in names):
             continue
-        default = s.default()
-        help_text = s.description + ("" if default in (None, "", {}, []) else f" (default {s.default_text()})")
+        default = (defaults or {}).get(s.name, s.default())
+        shown = s.default_text() if s.name not in (defaults or {}) else str(default)
+        help_text = s.description + ("" if default in (None, "", {}, []) else f" (default {shown})")
         if not s.cli_flag.startswith("--"):
             parser.add_argument(s.name, help=s.description)
         elif s.parse is json_object:

@@ -1,25 +1,98 @@
-"""The records the nodes exchange, as pydantic models: view sets, decisions, actions, episodes,
-outcomes, status, locations, guidance, motion commands and safety states.
+"""The JSON form of the records the nodes exchange, and the records that have no core type yet.
 
-On the wire each travels as its cityseeker_interfaces message (ros/typed.py converts, one
-function pair per record); here they validate what a message type cannot (a move names an
-index, a decision carries an action or an error) and give the JSON that run files, test
-reports and `as_dict` use. This module imports neither rclpy nor message packages: evaluators
-and bag tools use the records without ROS.
+On the wire each concept travels as its cityseeker_interfaces message and, in Python, as ONE
+type: a core dataclass where the core has the concept (core.tasks.environment.Action,
+core.vehicles.safety.commands.Goal/Velocity/Hold, core.loop.state_machine.SupervisorStatus,
+core.loop.guidance.Guidance, core.sensing.localisation.Localisation,
+core.vehicles.airsim.bridge.BridgeStatus, core.infra.stamp.Stamp), else a record below
+(ros/typed.py converts, one function pair per concept). This module imports neither rclpy nor
+message packages: evaluators and bag tools use the records without ROS.
 
-`to_json`/`parse` and each record's `kind` and `version` are the JSON form of bags recorded
-before the typed interfaces (std_msgs/String): bag/evaluate.py still reads those.
+JSON: run files, test reports and `as_dict` use the form given here; `to_json`/`parse` and each
+record's `kind` and `version` are also the JSON form of bags recorded before the typed
+interfaces (std_msgs/String), which bag/evaluate.py still reads. An action keeps its old form
+{"kind", "index", "back_to"} and a motion command {"type", ...fields}; core dataclasses are read
+and written by pydantic's TypeAdapter, which runs their own validation (__post_init__).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any, Literal, Optional, TypeVar, Union
+from functools import cache
+from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, model_validator
 
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_json, loads_json
+from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.loop.state_machine import SupervisorStatus
+from cityseeker_ros.core.sensing.localisation import Localisation
+from cityseeker_ros.core.tasks.environment import Action
+from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
 
 VERSION = 1
+
+# -- core values in their JSON form ------------------------------------------------------------
+
+_ACTION_KEYS = {"kind", "index", "back_to"}
+
+
+def action_as_dict(action: Action) -> dict[str, Any]:
+    return {"kind": action.kind, "index": action.index, "back_to": action.back_to}
+
+
+def action_from_dict(value: Any) -> Action:
+    """core Action from {"kind": "move"|"stop"|"back", "index", "back_to"} (an Action passes)."""
+    if isinstance(value, Action):
+        return value
+    if not isinstance(value, dict) or not set(value) <= _ACTION_KEYS:
+        raise ValueError(f"an action is an object with keys {', '.join(sorted(_ACTION_KEYS))}")
+    kind, index, back_to = value.get("kind"), value.get("index"), value.get("back_to")
+    if kind == "move" and (index is None or back_to is not None):
+        raise ValueError("a move names a view index and nothing else")
+    if kind == "back" and (back_to is None or index is not None):
+        raise ValueError("a back action names the node to walk back to and nothing else")
+    if kind == "stop" and (index is not None or back_to is not None):
+        raise ValueError("stop takes no index and no node")
+    if kind not in ("move", "stop", "back"):
+        raise ValueError(f"action kind must be move, stop or back, got {kind!r}")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
+        raise ValueError(f"a move's index is an integer, got {index!r}")
+    return Action(index=index, back_to=back_to)
+
+
+_COMMANDS: dict[str, type] = {"goal": Goal, "velocity": Velocity, "hold": Hold}
+_COMMAND_NAMES = {v: k for k, v in _COMMANDS.items()}
+
+
+def command_as_dict(command: Command) -> dict[str, Any]:
+    return {"type": _COMMAND_NAMES[type(command)], **dataclasses.asdict(command)}
+
+
+def command_from_dict(value: Any) -> Command:
+    """core Goal/Velocity/Hold from {"type": "goal"|"velocity"|"hold", ...its fields}."""
+    if isinstance(value, (Goal, Velocity, Hold)):
+        return value
+    if not isinstance(value, dict) or value.get("type") not in _COMMANDS:
+        raise ValueError("a command is an object whose type is goal, velocity or hold")
+    cls = _COMMANDS[value["type"]]
+    fields = {k: v for k, v in value.items() if k != "type"}
+    if cls is Hold:
+        if fields:
+            raise ValueError("a hold has no fields")
+        return HOLD
+    return _adapter(cls).validate_python(fields, strict=False)
+
+
+# Fields of the records below that hold a core value, with its JSON form.
+ActionJson = Annotated[Action, BeforeValidator(action_from_dict), PlainSerializer(action_as_dict)]
+CommandJson = Annotated[Union[Goal, Velocity, Hold], BeforeValidator(command_from_dict),
+                        PlainSerializer(command_as_dict)]
+StampJson = Annotated[Stamp, BeforeValidator(lambda v: _adapter(Stamp).validate_python(v))]
+
+# -- records -----------------------------------------------------------------------------------
 
 
 class Record(BaseModel):
@@ -28,41 +101,76 @@ class Record(BaseModel):
     version: Literal[1] = VERSION
 
     def to_json(self) -> str:
-        """Valid UTF-8 whatever the record holds: a lone surrogate (which ROS cannot send) is
-        replaced by U+FFFD rather than failing the publish."""
-        try:
-            return self.model_dump_json()
-        except ValueError:  # PydanticSerializationError: text that UTF-8 cannot encode
-            return json.dumps(clean_json(self.model_dump(mode="json")), ensure_ascii=False, separators=(",", ":"))
+        return to_json(self)
 
 
-R = TypeVar("R", bound=Record)
+R = TypeVar("R")
+
+# JSON `kind` of the core dataclasses that are records on their own.
+KINDS: dict[type, str] = {
+    SupervisorStatus: "supervisor_status",
+    Guidance: "guidance",
+    Localisation: "location",
+    BridgeStatus: "safety",
+}
+
+
+@cache
+def _adapter(cls: type) -> TypeAdapter:
+    return TypeAdapter(cls)
+
+
+def _validate(model: type[R], data: Any) -> R:
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return model.model_validate(data)
+    if not isinstance(data, dict):
+        raise ValueError(f"a {model.__name__} is a JSON object")
+    kind = data.pop("kind", KINDS.get(model))
+    if kind != KINDS.get(model):
+        raise ValueError(f"kind must be {KINDS.get(model)!r}, got {kind!r}")
+    if data.pop("version", VERSION) != VERSION:
+        raise ValueError(f"version must be {VERSION}")
+    extra = set(data) - {f.name for f in dataclasses.fields(model)}
+    if extra:
+        raise ValueError(f"{model.__name__}: extra fields not permitted: {', '.join(sorted(extra))}")
+    return _adapter(model).validate_python(data)
 
 
 def parse(model: type[R], text: str) -> R:
-    """One record from a String message's data; raises pydantic.ValidationError when malformed.
+    """One record from JSON (a String message's data); raises ValueError (pydantic's
+    ValidationError included) when malformed.
 
     Text from the network is cleaned here: JSON that escapes a lone surrogate ("\\ud800", which
     Python's json writes by default and pydantic refuses) is read with U+FFFD in its place."""
     try:
-        return model.model_validate_json(text)
-    except ValueError:
+        data = loads_json(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    return _validate(model, data)
+
+
+def as_dict(record: Any) -> dict[str, Any]:
+    """The JSON form of a record or a core dataclass record (with its `kind` and `version`)."""
+    if isinstance(record, BaseModel):
+        return record.model_dump(mode="json")
+    if isinstance(record, Action):
+        return action_as_dict(record)
+    if isinstance(record, (Goal, Velocity, Hold)):
+        return command_as_dict(record)
+    body = _adapter(type(record)).dump_python(record, mode="json")
+    kind = KINDS.get(type(record))
+    return {"version": VERSION, "kind": kind, **body} if kind is not None else body
+
+
+def to_json(record: Any) -> str:
+    """Valid UTF-8 whatever the record holds: a lone surrogate (which ROS cannot send) is
+    replaced by U+FFFD rather than failing the publish."""
+    if isinstance(record, BaseModel):
         try:
-            cleaned = json.dumps(loads_json(text), ensure_ascii=False)
-        except (ValueError, RecursionError):
-            cleaned = None
-        if cleaned is None or cleaned == text:
-            raise
-        return model.model_validate_json(cleaned)
-
-
-class Stamp(BaseModel):
-    """builtin_interfaces/Time as JSON: the header stamp of the images of a view set."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    sec: int
-    nanosec: int = Field(ge=0, lt=1_000_000_000)
+            return record.model_dump_json()
+        except ValueError:  # PydanticSerializationError: text that UTF-8 cannot encode
+            pass
+    return json.dumps(clean_json(as_dict(record)), ensure_ascii=False, separators=(",", ":"))
 
 
 class Task(BaseModel):
@@ -84,26 +192,6 @@ class Task(BaseModel):
 
     def key(self) -> tuple[str, int, int, int]:
         return self.episode_id, self.seed, self.round, self.run
-
-
-class ActionField(BaseModel):
-    """core.tasks.environment.Action: move along view `index`, stop, or walk back to `back_to`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["move", "stop", "back"]
-    index: Optional[int] = None
-    back_to: Optional[str] = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ActionField:
-        if self.kind == "move" and (self.index is None or self.back_to is not None):
-            raise ValueError("a move names a view index and nothing else")
-        if self.kind == "back" and (self.back_to is None or self.index is not None):
-            raise ValueError("a back action names the node to walk back to and nothing else")
-        if self.kind == "stop" and (self.index is not None or self.back_to is not None):
-            raise ValueError("stop takes no index and no node")
-        return self
 
 
 class ViewEntry(BaseModel):
@@ -134,7 +222,7 @@ class ViewSetMsg(Record):
 
     kind: Literal["view_set"] = "view_set"
     view_set_id: str  # opaque and unique; an action answers exactly one view set
-    stamp: Stamp
+    stamp: StampJson
     task: Task
     node: str
     lat: float
@@ -165,7 +253,7 @@ class DecisionMsg(Record):
     view_set_id: str
     task: Task
     step: int
-    action: Optional[ActionField] = None
+    action: Optional[ActionJson] = None
     confidence: Optional[float] = None
     rationale: str = ""
     error: Optional[str] = None  # the policy or its backend failed: the episode ends with `error`
@@ -188,7 +276,7 @@ class ActionMsg(Record):
 
     kind: Literal["action"] = "action"
     view_set_id: str
-    action: Optional[ActionField] = None
+    action: Optional[ActionJson] = None
     error: Optional[str] = None  # end the episode with end reason `error` and this message
 
     @model_validator(mode="after")
@@ -226,102 +314,15 @@ class EpisodeMsg(Record):
     map_origin: Optional[MapOrigin] = None
 
 
-class GoalField(BaseModel):
-    """core.vehicles.safety.commands.Goal: go to a position (alt_m above home; heading clockwise from north)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["goal"] = "goal"
-    lat: float
-    lon: float
-    alt_m: float = 0.0
-    heading_deg: Optional[float] = None
-    speed_m_s: Optional[float] = None
-
-
-class VelocityField(BaseModel):
-    """core.vehicles.safety.commands.Velocity: local ENU (REP 103), yaw rate positive counter-clockwise."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["velocity"] = "velocity"
-    east_m_s: float
-    north_m_s: float
-    up_m_s: float = 0.0
-    yaw_rate_deg_s: float = 0.0
-
-
-class HoldField(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["hold"] = "hold"
-
-
 class CommandMsg(Record):
     """A motion command from the supervisor to a vehicle bridge (AirSim, a real airframe). The
     bridge passes it through core.vehicles.safety.SafetyGate before anything moves."""
 
     kind: Literal["command"] = "command"
-    stamp: Stamp
-    command: Union[GoalField, VelocityField, HoldField] = Field(discriminator="type")
+    stamp: StampJson
+    command: CommandJson
     reason: str = ""  # why: the decision's rationale, or why the supervisor holds
     view_set_id: Optional[str] = None  # the view set the decision answered
-
-
-class SafetyMsg(Record):
-    """What a bridge's safety gate let through, latched: code (core.vehicles.safety.codes) and reason."""
-
-    kind: Literal["safety"] = "safety"
-    stamp: Stamp
-    moving: bool
-    code: str
-    reason: str
-    estop: bool = False
-
-
-class WalkableField(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    heading_deg: float
-    relative_deg: Optional[float] = None  # to the vehicle heading, positive clockwise
-    direction: Optional[str] = None  # core.streets.directions.RelativeDirection value
-    target: Optional[str] = None  # the node a move along it leads to
-
-
-class LocationMsg(Record):
-    """core.sensing.localisation.Localisation: where on the street graph the vehicle is."""
-
-    kind: Literal["location"] = "location"
-    stamp: Stamp
-    status: Literal["on-node", "between", "off-graph", "no-fix"]
-    node: Optional[str] = None
-    distance_m: Optional[float] = None
-    heading_deg: Optional[float] = None
-    heading_source: Optional[str] = None
-    walkable: list[WalkableField] = Field(default_factory=list)
-    lat: Optional[float] = None
-    lon: Optional[float] = None
-    reason: str = ""
-
-
-class GuidanceMsg(Record):
-    """What an AR device shows a walking user: which way to go relative to where the device
-    points, how far to the next node, and why."""
-
-    kind: Literal["guidance"] = "guidance"
-    stamp: Stamp
-    view_set_id: str
-    episode_id: str
-    action: Literal["move", "stop", "back"]
-    node: str
-    next_node: Optional[str] = None
-    heading_deg: Optional[float] = None  # absolute, clockwise from north
-    relative_deg: Optional[float] = None  # to the device heading, -180..180, positive clockwise
-    direction: Optional[str] = None  # core.streets.directions.RelativeDirection value of relative_deg
-    distance_m: Optional[float] = None  # to the next node
-    reason: str = ""
-    confidence: Optional[float] = None
 
 
 class OutcomeMsg(Record):
@@ -333,22 +334,3 @@ class OutcomeMsg(Record):
     index: int  # position in the run's task list
     total: int
     record: dict[str, Any]
-
-
-class SupervisorStatusMsg(Record):
-    """What the supervisor is doing, latched: for operators, the runner and tests."""
-
-    kind: Literal["supervisor_status"] = "supervisor_status"
-    state: Literal["starting", "selecting", "running", "holding", "finished"]
-    reason: str = ""
-    episode_id: Optional[str] = None
-    seed: Optional[int] = None
-    round: Optional[int] = None
-    step: Optional[int] = None
-    done: int = 0  # tasks finished
-    total: int = 0
-    holds: int = 0  # times the supervisor held because no decision came
-
-
-def as_dict(record: Record) -> dict[str, Any]:
-    return record.model_dump(mode="json")

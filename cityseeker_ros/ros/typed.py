@@ -1,10 +1,13 @@
-"""The project's records <-> cityseeker_interfaces messages: the one place the wire types meet
-the records the nodes, bag tools and tests work with (ros.schema), as pure functions.
+"""cityseeker_interfaces messages <-> their one Python type, as pure functions: the one place
+the wire types meet the types the nodes, bag tools and tests work with. That type is a core
+dataclass (core.tasks.environment.Action, core.vehicles.safety.commands.Goal/Velocity/Hold,
+core.loop.state_machine.SupervisorStatus, core.loop.guidance.Guidance,
+core.sensing.localisation.Localisation, core.vehicles.airsim.bridge.BridgeStatus) or, where
+the core has no such concept, a record of ros.schema; one to_ros/from_ros pair per concept.
 
-Why records stay behind the wire: evaluators, bag tools and run files compare and store them
-as JSON (as_dict), and a record validates what a message cannot (a move names an index, a
-decision carries an action or an error). The typed messages are what crosses DDS and what a
-bag holds, so `ros2 interface show`, Foxglove and plain MCAP readers understand every topic.
+The Python types validate what a message cannot (a move names an index, a decision carries an
+action or an error). The typed messages are what crosses DDS and what a bag holds, so
+`ros2 interface show`, Foxglove and plain MCAP readers understand every topic.
 
 Conventions: an optional number travels as NaN, an optional string as "" (no record field
 uses "" as a value), an optional sub-message with a has_* flag. JSON remains only in the
@@ -24,28 +27,26 @@ from pydantic import ValidationError
 from std_msgs.msg import Header
 
 from cityseeker_interfaces import msg as ci
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_json, clean_text, loads_json
+from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.loop.state_machine import SupervisorStatus
+from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
+from cityseeker_ros.core.streets.directions import RelativeDirection
+from cityseeker_ros.core.tasks.environment import Action
+from cityseeker_ros.core.vehicles.airsim.bridge import LINK_ERROR, BridgeStatus
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Velocity
 from cityseeker_ros.ros.schema import (
-    ActionField,
     ActionMsg,
     CommandMsg,
     DecisionMsg,
     EpisodeMsg,
-    GoalField,
-    GuidanceMsg,
-    HoldField,
-    LocationMsg,
     MapOrigin,
     OutcomeMsg,
     PanoramaEntry,
-    SafetyMsg,
-    Stamp,
-    SupervisorStatusMsg,
     Task,
-    VelocityField,
     ViewEntry,
     ViewSetMsg,
-    WalkableField,
 )
 
 # -- scalars -----------------------------------------------------------------------------------
@@ -112,22 +113,23 @@ _KINDS = {"move": ci.AgentAction.MOVE, "stop": ci.AgentAction.STOP, "back": ci.A
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
 
 
-def action_to_ros(field: Optional[ActionField]) -> ci.AgentAction:
-    if field is None:
+def action_to_ros(action: Optional[Action]) -> ci.AgentAction:
+    if action is None:
         return ci.AgentAction(kind=ci.AgentAction.STOP, index=-1)
-    return ci.AgentAction(kind=_KINDS[field.kind], index=field.index if field.index is not None else -1,
-                          back_to=_text(field.back_to))
+    return ci.AgentAction(kind=_KINDS[action.kind], index=action.index if action.index is not None else -1,
+                          back_to=_text(action.back_to))
 
 
-def action_from_ros(msg: ci.AgentAction) -> ActionField:
-    """ValueError (pydantic's) for an unknown kind or an inconsistent action."""
+def action_from_ros(msg: ci.AgentAction) -> Action:
+    """ValueError for an unknown kind or an inconsistent action."""
     kind = _KIND_NAMES.get(msg.kind)
     if kind is None:
         raise ValueError(f"AgentAction.kind must be MOVE, STOP or BACK, got {msg.kind}")
     if kind == "move" and msg.index < 0:
         raise ValueError(f"AgentAction.index of a MOVE must be a view index >= 0, got {msg.index}")
-    return ActionField(kind=kind, index=msg.index if kind == "move" else None,
-                       back_to=msg.back_to if kind == "back" else None)
+    if kind == "back" and not msg.back_to:
+        raise ValueError("a back action names the node to walk back to and nothing else")
+    return Action(index=msg.index if kind == "move" else None, back_to=msg.back_to if kind == "back" else None)
 
 
 # -- view sets and decisions -------------------------------------------------------------------
@@ -271,136 +273,146 @@ _STATES = {"starting": ci.SupervisorStatus.STARTING, "selecting": ci.SupervisorS
 _STATE_NAMES = {v: k for k, v in _STATES.items()}
 
 
-def status_to_ros(status: SupervisorStatusMsg, stamp: Optional[Stamp] = None) -> ci.SupervisorStatus:
+def status_to_ros(status: SupervisorStatus, stamp: Optional[Stamp] = None) -> ci.SupervisorStatus:
     return ci.SupervisorStatus(header=_header(stamp), state=_STATES[status.state], reason=_text(status.reason),
                                episode_id=_text(status.episode_id), seed=status.seed or 0, round=status.round or 0,
                                step=status.step if status.step is not None else -1, done=status.done,
                                total=status.total, holds=status.holds)
 
 
-def status_from_ros(msg: ci.SupervisorStatus) -> SupervisorStatusMsg:
+def status_from_ros(msg: ci.SupervisorStatus) -> SupervisorStatus:
     state = _STATE_NAMES.get(msg.state)
     if state is None:
         raise ValueError(f"SupervisorStatus.state out of range: {msg.state}")
     running = bool(msg.episode_id)
-    return SupervisorStatusMsg(state=state, reason=msg.reason, episode_id=msg.episode_id or None,
-                               seed=msg.seed if running else None, round=msg.round if running else None,
-                               step=msg.step if msg.step >= 0 else None, done=msg.done, total=msg.total,
-                               holds=msg.holds)
+    return SupervisorStatus(state=state, reason=msg.reason, episode_id=msg.episode_id or None,
+                            seed=msg.seed if running else None, round=msg.round if running else None,
+                            step=msg.step if msg.step >= 0 else None, done=msg.done, total=msg.total,
+                            holds=msg.holds)
 
 
 # -- live: location, guidance, commands, safety ------------------------------------------------
 
-_LOCATION = {"on-node": ci.Location.ON_NODE, "between": ci.Location.BETWEEN, "off-graph": ci.Location.OFF_GRAPH,
-             "no-fix": ci.Location.NO_FIX}
+_LOCATION = {LocalisationStatus.ON_NODE: ci.Location.ON_NODE, LocalisationStatus.BETWEEN: ci.Location.BETWEEN,
+             LocalisationStatus.OFF_GRAPH: ci.Location.OFF_GRAPH, LocalisationStatus.NO_FIX: ci.Location.NO_FIX}
 _LOCATION_NAMES = {v: k for k, v in _LOCATION.items()}
 
 
-def location_to_ros(location: LocationMsg) -> ci.Location:
+def location_to_ros(location: Localisation, stamp: Optional[Stamp] = None) -> ci.Location:
+    """`stamp`: the exact stamp of the fix (Localisation.stamp is its float seconds)."""
     walkable = [ci.Walkable(index=w.index, heading_deg=float(w.heading_deg), relative_deg=nan_or(w.relative_deg),
-                            direction=_text(w.direction), target=_text(w.target)) for w in location.walkable]
-    return ci.Location(header=_header(location.stamp), status=_LOCATION[location.status], node=_text(location.node),
+                            direction=w.direction.value if w.direction is not None else "", target=_text(w.target))
+                for w in location.walkable]
+    if stamp is None and location.stamp is not None:
+        stamp = Stamp.from_seconds(location.stamp)
+    return ci.Location(header=_header(stamp), status=_LOCATION[location.status], node=_text(location.node_id),
                        distance_m=nan_or(location.distance_m), heading_deg=nan_or(location.heading_deg),
                        heading_source=_text(location.heading_source), walkable=walkable,
                        position=_geo(location.lat, location.lon), reason=_text(location.reason))
 
 
-def location_from_ros(msg: ci.Location) -> LocationMsg:
+def location_from_ros(msg: ci.Location) -> Localisation:
     status = _LOCATION_NAMES.get(msg.status)
     if status is None:
         raise ValueError(f"Location.status out of range: {msg.status}")
-    walkable = [WalkableField(index=w.index, heading_deg=w.heading_deg, relative_deg=or_none(w.relative_deg),
-                              direction=text_or_none(w.direction), target=text_or_none(w.target)) for w in msg.walkable]
-    return LocationMsg(stamp=_stamp(msg.header.stamp), status=status, node=text_or_none(msg.node),
-                       distance_m=or_none(msg.distance_m), heading_deg=or_none(msg.heading_deg),
-                       heading_source=text_or_none(msg.heading_source), walkable=walkable,
-                       lat=or_none(msg.position.latitude), lon=or_none(msg.position.longitude), reason=msg.reason)
+    walkable = tuple(WalkableHeading(int(w.index), float(w.heading_deg), or_none(w.relative_deg),
+                                     RelativeDirection(w.direction) if w.direction else None, text_or_none(w.target))
+                     for w in msg.walkable)
+    return Localisation(status, text_or_none(msg.node), or_none(msg.distance_m), or_none(msg.heading_deg),
+                        text_or_none(msg.heading_source), walkable, or_none(msg.position.latitude),
+                        or_none(msg.position.longitude), _stamp(msg.header.stamp).seconds, msg.reason)
 
 
-def guidance_to_ros(guidance: GuidanceMsg) -> ci.Guidance:
+def guidance_to_ros(guidance: Guidance) -> ci.Guidance:
+    """The guidance's `text` is the message's reason: what the device shows."""
     return ci.Guidance(header=_header(guidance.stamp), view_set_id=guidance.view_set_id,
                        episode_id=_text(guidance.episode_id),
                        action=ci.AgentAction(kind=_KINDS[guidance.action], index=-1),
                        node=_text(guidance.node), next_node=_text(guidance.next_node),
                        heading_deg=nan_or(guidance.heading_deg), relative_deg=nan_or(guidance.relative_deg),
                        direction=_text(guidance.direction), distance_m=nan_or(guidance.distance_m),
-                       reason=_text(guidance.reason), confidence=nan_or(guidance.confidence))
+                       reason=_text(guidance.text), confidence=nan_or(guidance.confidence))
 
 
-def guidance_from_ros(msg: ci.Guidance) -> GuidanceMsg:
+def guidance_from_ros(msg: ci.Guidance) -> Guidance:
     kind = _KIND_NAMES.get(msg.action.kind)
     if kind is None:
         raise ValueError(f"Guidance.action.kind out of range: {msg.action.kind}")
-    return GuidanceMsg(stamp=_stamp(msg.header.stamp), view_set_id=msg.view_set_id, episode_id=msg.episode_id,
-                       action=kind, node=msg.node, next_node=text_or_none(msg.next_node),
-                       heading_deg=or_none(msg.heading_deg), relative_deg=or_none(msg.relative_deg),
-                       direction=text_or_none(msg.direction), distance_m=or_none(msg.distance_m), reason=msg.reason,
-                       confidence=or_none(msg.confidence))
+    return Guidance(action=kind, node=msg.node, next_node=text_or_none(msg.next_node),
+                    heading_deg=or_none(msg.heading_deg), relative_deg=or_none(msg.relative_deg),
+                    direction=text_or_none(msg.direction), distance_m=or_none(msg.distance_m), reason=msg.reason,
+                    confidence=or_none(msg.confidence), text=msg.reason, view_set_id=msg.view_set_id,
+                    episode_id=msg.episode_id, stamp=_stamp(msg.header.stamp))
+
+
+def motion_to_ros(command: Command) -> tuple[int, ci.GeoPoint, float, float, Optional[Twist]]:
+    if isinstance(command, Goal):
+        return (ci.MotionCommand.GOAL, _geo(command.lat, command.lon, command.alt_m), nan_or(command.heading_deg),
+                nan_or(command.speed_m_s), None)
+    if isinstance(command, Velocity):
+        twist = Twist()
+        twist.linear.x, twist.linear.y, twist.linear.z = command.east_m_s, command.north_m_s, command.up_m_s
+        twist.angular.z = math.radians(command.yaw_rate_deg_s)
+        return ci.MotionCommand.VELOCITY, _geo(None, None), math.nan, math.nan, twist
+    return ci.MotionCommand.HOLD, _geo(None, None), math.nan, math.nan, None
 
 
 def command_to_ros(command: CommandMsg) -> ci.MotionCommand:
-    c = command.command
+    kind, goal, heading, speed, twist = motion_to_ros(command.command)
     msg = ci.MotionCommand(header=_header(command.stamp), reason=_text(command.reason),
-                           view_set_id=_text(command.view_set_id), goal=_geo(None, None),
-                           goal_heading_deg=math.nan, speed_m_s=math.nan)
-    if isinstance(c, GoalField):
-        msg.type = ci.MotionCommand.GOAL
-        msg.goal = _geo(c.lat, c.lon, c.alt_m)
-        msg.goal_heading_deg, msg.speed_m_s = nan_or(c.heading_deg), nan_or(c.speed_m_s)
-    elif isinstance(c, VelocityField):
-        msg.type = ci.MotionCommand.VELOCITY
+                           view_set_id=_text(command.view_set_id), type=kind, goal=goal,
+                           goal_heading_deg=heading, speed_m_s=speed)
+    if twist is not None:
         msg.header.frame_id = "enu"
-        msg.velocity = Twist()
-        msg.velocity.linear.x, msg.velocity.linear.y, msg.velocity.linear.z = c.east_m_s, c.north_m_s, c.up_m_s
-        msg.velocity.angular.z = math.radians(c.yaw_rate_deg_s)
-    else:
-        msg.type = ci.MotionCommand.HOLD
+        msg.velocity = twist
     return msg
 
 
 def command_from_ros(msg: ci.MotionCommand) -> CommandMsg:
     """ValueError for an unknown type."""
-    field: Union[GoalField, VelocityField, HoldField]
+    command: Command
     if msg.type == ci.MotionCommand.GOAL:
         alt = msg.goal.altitude
-        field = GoalField(lat=msg.goal.latitude, lon=msg.goal.longitude, alt_m=0.0 if math.isnan(alt) else alt,
-                          heading_deg=or_none(msg.goal_heading_deg), speed_m_s=or_none(msg.speed_m_s))
+        command = Goal(lat=msg.goal.latitude, lon=msg.goal.longitude, alt_m=0.0 if math.isnan(alt) else alt,
+                       heading_deg=or_none(msg.goal_heading_deg), speed_m_s=or_none(msg.speed_m_s))
     elif msg.type == ci.MotionCommand.VELOCITY:
         v = msg.velocity
-        field = VelocityField(east_m_s=v.linear.x, north_m_s=v.linear.y, up_m_s=v.linear.z,
-                              yaw_rate_deg_s=math.degrees(v.angular.z))
+        command = Velocity(east_m_s=v.linear.x, north_m_s=v.linear.y, up_m_s=v.linear.z,
+                           yaw_rate_deg_s=math.degrees(v.angular.z))
     elif msg.type == ci.MotionCommand.HOLD:
-        field = HoldField()
+        command = HOLD
     else:
         raise ValueError(f"MotionCommand.type must be HOLD, GOAL or VELOCITY, got {msg.type}")
-    return CommandMsg(stamp=_stamp(msg.header.stamp), command=field, reason=msg.reason,
+    return CommandMsg(stamp=_stamp(msg.header.stamp), command=command, reason=msg.reason,
                       view_set_id=text_or_none(msg.view_set_id))
 
 
-def safety_to_ros(safety: SafetyMsg) -> ci.SafetyStatus:
+def safety_to_ros(safety: BridgeStatus) -> ci.SafetyStatus:
     return ci.SafetyStatus(header=_header(safety.stamp), moving=safety.moving, code=_text(safety.code),
                            reason=_text(safety.reason), estop=safety.estop)
 
 
-def safety_from_ros(msg: ci.SafetyStatus) -> SafetyMsg:
-    return SafetyMsg(stamp=_stamp(msg.header.stamp), moving=msg.moving, code=msg.code, reason=msg.reason,
-                     estop=msg.estop)
+def safety_from_ros(msg: ci.SafetyStatus) -> BridgeStatus:
+    """`connected` is not on the wire: only a LINK_ERROR code says the link is down."""
+    return BridgeStatus(moving=msg.moving, code=msg.code, reason=msg.reason, estop=msg.estop,
+                        connected=msg.code != LINK_ERROR, stamp=_stamp(msg.header.stamp))
 
 
 # -- by record type ----------------------------------------------------------------------------
 
-# record class -> (message class, to_ros, from_ros): what each topic's record travels as.
+# Python type -> (message class, to_ros, from_ros): the one conversion pair of each wire concept.
 WIRE: dict[type, tuple[type, Callable[..., Any], Callable[[Any], Any]]] = {
     ViewSetMsg: (ci.ViewSet, view_set_to_ros, view_set_from_ros),
     DecisionMsg: (ci.Decision, decision_to_ros, decision_from_ros),
     ActionMsg: (ci.WorldAction, world_action_to_ros, world_action_from_ros),
     EpisodeMsg: (ci.Episode, episode_to_ros, episode_from_ros),
     OutcomeMsg: (ci.Outcome, outcome_to_ros, outcome_from_ros),
-    SupervisorStatusMsg: (ci.SupervisorStatus, status_to_ros, status_from_ros),
-    LocationMsg: (ci.Location, location_to_ros, location_from_ros),
-    GuidanceMsg: (ci.Guidance, guidance_to_ros, guidance_from_ros),
+    SupervisorStatus: (ci.SupervisorStatus, status_to_ros, status_from_ros),
+    Localisation: (ci.Location, location_to_ros, location_from_ros),
+    Guidance: (ci.Guidance, guidance_to_ros, guidance_from_ros),
     CommandMsg: (ci.MotionCommand, command_to_ros, command_from_ros),
-    SafetyMsg: (ci.SafetyStatus, safety_to_ros, safety_from_ros),
+    BridgeStatus: (ci.SafetyStatus, safety_to_ros, safety_from_ros),
+    Action: (ci.AgentAction, action_to_ros, action_from_ros),
 }
 _BY_MESSAGE = {msg_type: (record, decode) for record, (msg_type, _, decode) in WIRE.items()}  # by class
 

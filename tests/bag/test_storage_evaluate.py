@@ -142,11 +142,12 @@ def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path
     from cityseeker_interfaces.action import Decide
     from cityseeker_ros.bag.evaluate import redecide
     from cityseeker_ros.core.evaluation.episode_run import episode_rng
+    from cityseeker_ros.core.infra.stamp import Stamp
     from cityseeker_ros.core.tasks.environment import Environment
     from cityseeker_ros.ros import convert
     from cityseeker_ros.ros.bag_records import records
     from cityseeker_ros.ros.bag_topics import DECIDE_GOAL, DECISION, DECISIONS, SUPERVISOR_VIEWS
-    from cityseeker_ros.ros.schema import Stamp, ViewSetMsg
+    from cityseeker_ros.ros.schema import ViewSetMsg
 
     world = load_dataset(tiny_city)[0]
     episode = world.episodes[0]

@@ -26,8 +26,10 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix
 
+from cityseeker_ros.core.infra.stamp import Stamp
+from cityseeker_ros.core.sensing.localisation import Localisation
 from cityseeker_ros.ros import convert, qos, typed
-from cityseeker_ros.ros.schema import EpisodeMsg, LocationMsg, Stamp, Task, ViewSetMsg
+from cityseeker_ros.ros.schema import EpisodeMsg, Task, ViewSetMsg
 
 LOCALISER, CAMERA = "/graph_localiser", "/camera_ingest"
 
@@ -41,7 +43,7 @@ class CameraDriver(Node):
         self.diagnostics: dict[str, list[tuple[int, str]]] = {}  # status name -> [(level, message)]
         self.fix_pub = self.create_publisher(NavSatFix, "/test/fix", qos.STATE)
         self.episode_pub = self.create_publisher(typed.msg_type(EpisodeMsg), "/test/episode", qos.STATE)
-        self.create_subscription(typed.msg_type(LocationMsg), f"{LOCALISER}/location", self._on_location, qos.STATE)
+        self.create_subscription(typed.msg_type(Localisation), f"{LOCALISER}/location", self._on_location, qos.STATE)
         self.create_subscription(typed.msg_type(ViewSetMsg), f"{CAMERA}/views", self._on_views, qos.STATE)
         for image_format in ("raw", "png"):  # whichever image_format camera_ingest sends
             self.create_subscription(convert.image_message_type(image_format),
@@ -51,9 +53,9 @@ class CameraDriver(Node):
 
     def _on_location(self, msg: Any) -> None:
         loc = typed.from_ros(msg)
-        self.locations.append({"status": loc.status, "node": loc.node, "heading_deg": loc.heading_deg,
+        self.locations.append({"status": loc.status.value, "node": loc.node_id, "heading_deg": loc.heading_deg,
                                "walkable": len(loc.walkable), "reason": loc.reason,
-                               "stamp": loc.stamp.sec + loc.stamp.nanosec * 1e-9})
+                               "stamp": loc.stamp})
 
     def _on_views(self, msg: Any) -> None:
         vs = typed.from_ros(msg)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 
 from cityseeker_interfaces.msg import Outcome
+from cityseeker_ros.core.loop.state_machine import SupervisorStatus
 from cityseeker_ros.ros import convert, typed
-from cityseeker_ros.ros.schema import OutcomeMsg, SupervisorStatusMsg, parse
+from cityseeker_ros.ros.schema import OutcomeMsg, parse
 
 RECORD = {"episode_id": "e1", "seed": 0, "decisions": [{"raw": ["go \ud800 left \udfff"]}], "note": "ok 😀"}
 
@@ -23,7 +24,7 @@ def test_a_record_with_lone_surrogates_is_sent_as_valid_utf8():
 
 
 def test_status_text_with_lone_surrogates_is_sendable():
-    status = SupervisorStatusMsg(state="holding", reason="no decision \ud800", episode_id="é\udfff")
+    status = SupervisorStatus(state="holding", reason="no decision \ud800", episode_id="é\udfff")
     msg = typed.to_ros(status)
     for text in (msg.reason, msg.episode_id):
         text.encode("utf-8")

@@ -12,27 +12,24 @@ import pytest
 
 from cityseeker_interfaces import msg as ci
 from cityseeker_interfaces.action import Decide
-from cityseeker_ros.core.tasks.environment import Environment, move
+from cityseeker_ros.core.infra.stamp import Stamp
+from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.loop.state_machine import SupervisorStatus
+from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
+from cityseeker_ros.core.streets.directions import RelativeDirection
+from cityseeker_ros.core.tasks.environment import STOP, Environment, move, retrace
+from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Goal, Velocity
 from cityseeker_ros.ros import convert, typed
 from cityseeker_ros.ros.bag_storage import typestore
 from cityseeker_ros.ros.schema import (
-    ActionField,
     ActionMsg,
     CommandMsg,
     DecisionMsg,
     EpisodeMsg,
-    GoalField,
-    GuidanceMsg,
-    HoldField,
-    LocationMsg,
     MapOrigin,
     OutcomeMsg,
     PanoramaEntry,
-    SafetyMsg,
-    Stamp,
-    SupervisorStatusMsg,
-    VelocityField,
-    WalkableField,
 )
 
 STAMP = Stamp(sec=12, nanosec=345)
@@ -97,8 +94,7 @@ def test_a_decide_goal_carries_the_prompt_context(tiny_world):
     assert back.context == context and back.model_copy(update={"context": None}) == view_set
 
 
-@pytest.mark.parametrize("action", [ActionField(kind="move", index=2), ActionField(kind="stop"),
-                                    ActionField(kind="back", back_to="B")])
+@pytest.mark.parametrize("action", [move(2), STOP, retrace("B")])
 def test_decisions_and_world_actions_round_trip(tiny_world, action):
     decision = DecisionMsg(view_set_id="vs", task=task(tiny_world), step=3, action=action, confidence=0.75,
                            rationale="the cafe sign", policy="random", latency_s=0.012,
@@ -137,49 +133,55 @@ def test_outcomes_carry_the_record_and_its_headline_fields():
 
 
 def test_status_location_guidance_safety_round_trip():
-    running = SupervisorStatusMsg(state="holding", reason="no decision", episode_id="e", seed=3, round=1, step=4,
-                                  done=1, total=2, holds=1)
+    running = SupervisorStatus(state="holding", reason="no decision", episode_id="e", seed=3, round=1, step=4,
+                               done=1, total=2, holds=1)
     assert wire(running) == running
-    starting = SupervisorStatusMsg(state="starting")
+    starting = SupervisorStatus(state="starting")
     assert wire(starting) == starting
-    location = LocationMsg(stamp=STAMP, status="on-node", node="B", distance_m=1.5, heading_deg=90.0,
-                           heading_source="motion", lat=22.3, lon=114.1,
-                           walkable=[WalkableField(index=0, heading_deg=90.0, relative_deg=0.0, direction="front",
-                                                   target="C"), WalkableField(index=1, heading_deg=270.0)])
-    assert wire(location) == location
-    no_fix = LocationMsg(stamp=STAMP, status="no-fix", reason="no fix yet")
+    walkable = (WalkableHeading(0, 90.0, 0.0, RelativeDirection.FRONT, "C"),
+                WalkableHeading(1, 270.0, None, None, None))
+    location = Localisation(LocalisationStatus.ON_NODE, "B", 1.5, 90.0, "motion", walkable, 22.3, 114.1,
+                            STAMP.seconds, "")
+    back = wire(location)
+    assert back == Localisation(**{**location.__dict__, "stamp": back.stamp})
+    assert back.stamp == pytest.approx(STAMP.seconds)
+    assert typed.location_to_ros(location, STAMP).header.stamp.nanosec == STAMP.nanosec  # the fix's exact stamp
+    no_fix = Localisation(LocalisationStatus.NO_FIX, None, None, None, None, (), None, None, 12.5, "no fix yet")
     assert wire(no_fix) == no_fix
-    guidance = GuidanceMsg(stamp=STAMP, view_set_id="vs", episode_id="e", action="move", node="B", next_node="C",
-                           heading_deg=90.0, relative_deg=-10.0, direction="front", distance_m=42.0,
-                           reason="the sign", confidence=0.5)
+    guidance = Guidance(action="move", node="B", next_node="C", heading_deg=90.0, relative_deg=-10.0,
+                        direction="front", distance_m=42.0, reason="the sign", confidence=0.5, text="the sign",
+                        view_set_id="vs", episode_id="e", stamp=STAMP)
     assert wire(guidance) == guidance
-    stop = GuidanceMsg(stamp=STAMP, view_set_id="vs", episode_id="e", action="stop", node="B")
+    stop = Guidance(action="stop", node="B", next_node=None, heading_deg=None, relative_deg=None, direction=None,
+                    distance_m=None, reason="", confidence=None, text="", view_set_id="vs", episode_id="e",
+                    stamp=STAMP)
     assert wire(stop) == stop
-    safety = SafetyMsg(stamp=STAMP, moving=False, code="estop", reason="e-stop latched", estop=True)
+    safety = BridgeStatus(moving=False, code="estop", reason="e-stop latched", estop=True, connected=True,
+                          stamp=STAMP)
     assert wire(safety) == safety
 
 
 def test_motion_commands_use_standard_fields():
-    goal = CommandMsg(stamp=STAMP, command=GoalField(lat=22.3, lon=114.1, alt_m=30.0, heading_deg=90.0,
-                                                     speed_m_s=5.0), reason="go", view_set_id="vs")
+    goal = CommandMsg(stamp=STAMP, command=Goal(lat=22.3, lon=114.1, alt_m=30.0, heading_deg=90.0,
+                                                speed_m_s=5.0), reason="go", view_set_id="vs")
     msg = typed.to_ros(goal)
     assert msg.type == ci.MotionCommand.GOAL and msg.goal.latitude == 22.3 and msg.goal.altitude == 30.0
     assert wire(goal) == goal
-    plain_goal = CommandMsg(stamp=STAMP, command=GoalField(lat=1.0, lon=2.0))
+    plain_goal = CommandMsg(stamp=STAMP, command=Goal(lat=1.0, lon=2.0))
     assert wire(plain_goal) == plain_goal
-    velocity = CommandMsg(stamp=STAMP, command=VelocityField(east_m_s=1.0, north_m_s=-2.0, up_m_s=0.5,
-                                                             yaw_rate_deg_s=90.0))
+    velocity = CommandMsg(stamp=STAMP, command=Velocity(east_m_s=1.0, north_m_s=-2.0, up_m_s=0.5,
+                                                        yaw_rate_deg_s=90.0))
     msg = typed.to_ros(velocity)
     assert (msg.velocity.linear.x, msg.velocity.linear.y, msg.header.frame_id) == (1.0, -2.0, "enu")
     assert msg.velocity.angular.z == pytest.approx(math.pi / 2)
     back = wire(velocity).command
     assert back.yaw_rate_deg_s == pytest.approx(90.0) and back.east_m_s == 1.0
-    hold = CommandMsg(stamp=STAMP, command=HoldField(), reason="no decision")
+    hold = CommandMsg(stamp=STAMP, command=HOLD, reason="no decision")
     assert wire(hold) == hold
 
 
 def test_text_ros_cannot_encode_is_cleaned_not_fatal(tiny_world):
-    decision = DecisionMsg(view_set_id="vs", task=task(tiny_world), step=0, action=ActionField(kind="stop"),
+    decision = DecisionMsg(view_set_id="vs", task=task(tiny_world), step=0, action=STOP,
                            rationale="go \ud800 left", policy="vlm", latency_s=0.0, records=[{"raw": "x\udfff"}])
     back = wire(decision)
     assert back.rationale == "go \ufffd left" and back.records == [{"raw": "x\ufffd"}]

@@ -1,14 +1,14 @@
 """Test helper, run as its own ROS process: `python vehicle_driver.py PLAN.json OUT.json`.
 
 It stands in for the supervisor in front of an airsim_bridge: it beats the heartbeat, sends
-commands, trips the e-stop, calls ~/reset_estop, and records every SafetyMsg, fix and odometry
+commands, trips the e-stop, calls ~/reset_estop, and records every SafetyStatus, fix and odometry
 it receives with its arrival time on time.monotonic (CLOCK_MONOTONIC, the clock the test's
 AirSim protocol fake stamps its calls with). Everything runs in the main loop (spin_once).
 
 PLAN.json: {"bridge": "/airsim_bridge", "command": "/command", "heartbeat": "/heartbeat",
 "steps": [op, ...]} (the bridge's `command` and `heartbeat` as it resolves them) with ops:
   {"op": "heartbeat", "on": true, "rate_hz": 20}      start/stop beating
-  {"op": "command", "goal": {...}} | {"hold": true}   one CommandMsg (GoalField fields)
+  {"op": "command", "goal": {...}} | {"hold": true}   one CommandMsg (core Goal fields)
   {"op": "commands", "goal": {...}, "period_s": 0.1, "for_s": 1.0}   repeat it
   {"op": "wait_safety", "code": "ok", "moving": true, "timeout_s": 20}
   {"op": "wait_state", "timeout_s": 20}                a fix and an odometry arrived
@@ -33,8 +33,10 @@ from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
+from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Goal
 from cityseeker_ros.ros import convert, qos, typed
-from cityseeker_ros.ros.schema import CommandMsg, GoalField, HoldField, SafetyMsg, as_dict
+from cityseeker_ros.ros.schema import CommandMsg, as_dict
 
 
 class VehicleDriver(Node):
@@ -45,7 +47,7 @@ class VehicleDriver(Node):
         self.odom: dict[str, Any] | None = None
         self.beating, self.beat_period = False, 0.05
         self._next_beat = 0.0
-        self.create_subscription(typed.msg_type(SafetyMsg), f"{bridge}/safety", self._on_safety, qos.STATE)
+        self.create_subscription(typed.msg_type(BridgeStatus), f"{bridge}/safety", self._on_safety, qos.STATE)
         self.create_subscription(NavSatFix, f"{bridge}/fix", self._on_fix, qos.STATE)
         self.create_subscription(Odometry, f"{bridge}/odom", self._on_odom, qos.STATE)
         self.command_pub = self.create_publisher(typed.msg_type(CommandMsg), command, qos.STATE)
@@ -82,7 +84,7 @@ class VehicleDriver(Node):
         return done()
 
     def send(self, step: dict[str, Any]) -> None:
-        field = HoldField() if step.get("hold") else GoalField(**step["goal"])
+        field = HOLD if step.get("hold") else Goal(**step["goal"])
         stamp = convert.stamp_from_ns(self.get_clock().now().nanoseconds)
         self.command_pub.publish(typed.to_ros(CommandMsg(stamp=stamp, command=field, reason="driver")))
 

@@ -18,10 +18,12 @@ import rclpy
 from rclpy.node import Node
 from sensor_msgs.msg import NavSatFix
 
+from cityseeker_ros.core.loop.guidance import Guidance
+from cityseeker_ros.core.loop.state_machine import SupervisorStatus
 from cityseeker_ros.core.vehicles.sim import SimulatedWalker
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.convert_vehicle import command_from_msg
-from cityseeker_ros.ros.schema import CommandMsg, GuidanceMsg, OutcomeMsg, SupervisorStatusMsg, as_dict
+from cityseeker_ros.ros.schema import CommandMsg, OutcomeMsg, as_dict
 
 
 class Walker(Node):
@@ -35,8 +37,8 @@ class Walker(Node):
         self.state = ""
         self.fix_pub = self.create_publisher(NavSatFix, "/test/fix", qos.STATE)
         self.create_subscription(typed.msg_type(CommandMsg), "/supervisor/command", self._on_command, qos.STATE)
-        self.create_subscription(typed.msg_type(GuidanceMsg), "/supervisor/guidance", self._on_guidance, qos.STATE)
-        self.create_subscription(typed.msg_type(SupervisorStatusMsg), "/supervisor/status", self._on_status, qos.STATE)
+        self.create_subscription(typed.msg_type(Guidance), "/supervisor/guidance", self._on_guidance, qos.STATE)
+        self.create_subscription(typed.msg_type(SupervisorStatus), "/supervisor/status", self._on_status, qos.STATE)
         self.create_subscription(typed.msg_type(OutcomeMsg), "/supervisor/outcome", self._on_outcome, qos.OUTCOMES)
 
     def _on_command(self, msg: Any) -> None:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.streets.directions import relative_direction
 from cityseeker_ros.core.streets.geodesy import circular_difference, geodesic_m, initial_bearing_deg, normalize_heading
 from cityseeker_ros.core.streets.graph import StreetGraph
@@ -25,7 +26,10 @@ _WORDS = {"FRONT": "Go straight ahead", "FRONT_RIGHT": "Bear right", "RIGHT": "T
 
 @dataclass(frozen=True)
 class Guidance:
-    """Fields as in ros.schema.GuidanceMsg, plus `text`: one line a device can show or speak."""
+    """What an AR device shows a walking user (Guidance.msg): which way to go relative to where
+    the device points, how far to the next node, and why. `text` is the one line a device shows
+    or speaks (the message's `reason`); the view set it answers and the stamp are set when it is
+    published."""
 
     action: str  # move, stop or back
     node: str
@@ -37,6 +41,13 @@ class Guidance:
     reason: str
     confidence: Optional[float]
     text: str
+    view_set_id: str = ""
+    episode_id: str = ""
+    stamp: Optional[Stamp] = None
+
+    def __post_init__(self) -> None:
+        if self.action not in KINDS:
+            raise ValueError(f"action must be one of {', '.join(KINDS)}, got {self.action!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

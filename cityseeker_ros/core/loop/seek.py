@@ -108,6 +108,24 @@ def path_length_m(graph: StreetGraph, path: Sequence[str]) -> float:
     return float(sum(graph.distance_m(a, b) for a, b in zip(path, path[1:])))
 
 
+def check_request(request: SeekRequest, run_max_steps: int) -> Optional[SeekAnswer]:
+    """The rejection a goal earns by its own fields (the need, the step budget), or None: the
+    checks that need no vehicle, so `cityseeker seek` applies them before anything starts, with
+    the server's codes and words. `run_max_steps` is the budget that 0 or none stands for."""
+    need = request.need.strip() if isinstance(request.need, str) else ""
+    if not need:
+        return SeekAnswer(False, "bad_need", "the need is empty: say what to look for, e.g. 'I am thirsty'")
+    if len(need) > MAX_NEED_CHARS:
+        return SeekAnswer(False, "bad_need", f"the need is {len(need)} characters long; the limit is "
+                                             f"{MAX_NEED_CHARS}")
+    budget = request.max_steps
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or not 0 <= budget <= MAX_BUDGET_STEPS):
+        return SeekAnswer(False, "bad_budget", f"max_steps must be an integer from 1 to {MAX_BUDGET_STEPS} "
+                                               f"(0 or none: the run's {run_max_steps}), got {budget!r}")
+    return None
+
+
 class SeekSession(LiveLoop):
     """One Seek goal at a time on `world`. `submit` a goal with the vehicle's position; feed
     `view_set`, `decision`, `location` and `tick` as for a LiveLoop; `cancel` at any time."""
@@ -203,17 +221,9 @@ class SeekSession(LiveLoop):
 
     def _check(self, request: SeekRequest, lat: Optional[float], lon: Optional[float]) -> SeekAnswer | str:
         """The rejection, or the node the goal starts from."""
-        need = request.need.strip() if isinstance(request.need, str) else ""
-        if not need:
-            return SeekAnswer(False, "bad_need", "the need is empty: say what to look for, e.g. 'I am thirsty'")
-        if len(need) > MAX_NEED_CHARS:
-            return SeekAnswer(False, "bad_need", f"the need is {len(need)} characters long; the limit is "
-                                                 f"{MAX_NEED_CHARS}")
-        budget = request.max_steps
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                                   or not 0 <= budget <= MAX_BUDGET_STEPS):
-            return SeekAnswer(False, "bad_budget", f"max_steps must be an integer from 1 to {MAX_BUDGET_STEPS} "
-                                                   f"(0 or none: the run's {self.config.max_steps}), got {budget!r}")
+        rejection = check_request(request, self.config.max_steps)
+        if rejection is not None:
+            return rejection
         if self.session is not None and not request.preempt:
             return SeekAnswer(False, "busy", f"goal {self._goal_id} is active: cancel it, or send the new goal "
                                              f"with preempt to replace it")
@@ -286,13 +296,11 @@ class SeekSession(LiveLoop):
         self.seek_outputs.result(result)
 
     def _outcome_of(self, trajectory: Trajectory, need: str) -> tuple[str, str]:
-        here, steps = trajectory.path[-1], trajectory.steps
+        """Where and after how many steps are the result's own fields; the message says why."""
         if trajectory.end_reason is EndReason.STOPPED:
-            return "stopped", (f"the policy stopped at node {here} after {steps} steps, where it believes "
-                               f"{need!r} is met (unverified live)")
+            return "stopped", f"the policy believes {need!r} is met here (unverified live)"
         if trajectory.end_reason is EndReason.BUDGET_EXHAUSTED:
-            return "budget", (f"the step budget of {self._budget} steps ran out at node {here}: the need "
-                              f"{need!r} was not satisfied")
+            return "budget", f"the need {need!r} was not satisfied within the budget of {self._budget} steps"
         if trajectory.end_reason is EndReason.STALLED:
             return "stalled", trajectory.error or "stalled"
         return "error", trajectory.error or "the goal ended with an error"

@@ -71,15 +71,22 @@ class LiveProgress:
 
 @dataclass(frozen=True)
 class SupervisorStatus:
-    state: str
-    reason: str
-    done: int
-    total: int
-    holds: int
+    """What the supervisor is doing, latched (SupervisorStatus.msg): for operators, the runner
+    and tests."""
+
+    state: str  # one of STATES
+    reason: str = ""
+    done: int = 0  # tasks finished
+    total: int = 0
+    holds: int = 0  # times the supervisor held because no decision came
     episode_id: Optional[str] = None
     seed: Optional[int] = None
     round: Optional[int] = None
     step: Optional[int] = None  # the step whose decision is awaited
+
+    def __post_init__(self) -> None:
+        if self.state not in STATES:
+            raise ValueError(f"state must be one of {', '.join(STATES)}, got {self.state!r}")
 
 
 class Outputs:

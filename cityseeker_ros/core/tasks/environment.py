@@ -37,9 +37,18 @@ class Action:
     index: Optional[int] = None
     back_to: Optional[str] = None
 
+    def __post_init__(self) -> None:
+        if self.index is not None and self.back_to is not None:
+            raise ValueError("a move names a view index and nothing else")
+
     @property
     def is_stop(self) -> bool:
         return self.index is None and self.back_to is None
+
+    @property
+    def kind(self) -> str:
+        """"move", "stop" or "back": the wire's AgentAction kind and the JSON form's `kind`."""
+        return "stop" if self.is_stop else "back" if self.back_to is not None else "move"
 
 
 STOP = Action()

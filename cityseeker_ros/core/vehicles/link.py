@@ -103,6 +103,7 @@ class Capabilities:
     rtl: bool = False
     fence: bool = False
     take_control: bool = False  # the vehicle has a mode that the stack must enter and can lose
+    terminate: bool = False  # the link can cut the motors (flight termination); never an e-stop default
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,16 @@ class VehicleLink(ABC):
 
     @abstractmethod
     def return_to_launch(self) -> None: ...
+
+    def terminate(self) -> None:
+        """Cut the motors now (flight termination: the vehicle falls). Only the bridge calls it, and
+        only on an explicit, confirmed request."""
+        raise LinkError(f"the {self.name} link cannot cut the motors")
+
+    def flown_altitude_m(self, alt_m: float) -> float:
+        """The altitude above home the vehicle will really fly for a goal at `alt_m` (a link may fly
+        every goal at one configured height); the bridge checks this one against the ceiling and floor."""
+        return alt_m
 
     def upload_fence(self, polygon: Sequence[tuple[float, float]], max_alt_m: float,
                      breach_action: str = "hold") -> Fence:

@@ -24,6 +24,7 @@ from cityseeker_ros.core.loop.seek import (
     SeekAnswer,
     SeekRequest,
     SeekSession,
+    check_request,
 )
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.tasks.environment import STOP, Action, move
@@ -106,6 +107,23 @@ def test_bad_goals_are_rejected_with_their_reason_and_nothing_moves(tiny_world):
     assert len(commands) == 1 and commands[0][1].startswith("to the start of episode seek-1")
 
 
+def test_the_goals_own_checks_are_one_function_the_server_and_the_command_share(tiny_world):
+    """`cityseeker seek` refuses a bad need or budget before it starts anything, with the server's
+    code and words: both call check_request, so they cannot drift apart."""
+    session, _ = seek_rig(tiny_world, make_policy("random"), near(tiny_world, 1))
+    b = near(tiny_world, 1)
+    for request in (SeekRequest(""), SeekRequest(" \t "), SeekRequest("x" * 300), SeekRequest("water", max_steps=1001),
+                    SeekRequest("water", max_steps=-1), SeekRequest("water", max_steps=True)):
+        alone = check_request(request, session.config.max_steps)
+        assert alone is not None and not alone.accepted
+        assert session.submit(request, *b) == alone
+    assert check_request(SeekRequest("water", max_steps=1001), 35).reason == (
+        "max_steps must be an integer from 1 to 1000 (0 or none: the run's 35), got 1001")
+    assert check_request(SeekRequest("water", max_steps=0), 35) is None  # 0: the run's budget
+    assert check_request(SeekRequest("water", max_steps=1000), 35) is None
+    assert check_request(SeekRequest("x" * MAX_NEED_CHARS), 35) is None
+
+
 def test_a_need_it_cannot_satisfy_ends_at_the_budget_saying_so(tiny_world):
     session, rig = seek_rig(tiny_world, make_policy("random"), near(tiny_world, 1), speed_m_s=1.5, noise_m=0.5)
     answer = session.submit(SeekRequest("I am thirsty", max_steps=4), *near(tiny_world, 1))
@@ -113,7 +131,9 @@ def test_a_need_it_cannot_satisfy_ends_at_the_budget_saying_so(tiny_world):
     run_until_done(session, rig)
     [result] = rig.recorder.of("result")
     assert result.outcome == "budget" and result.satisfied is False and result.steps == 4
-    assert "step budget of 4 steps ran out" in result.message and "'I am thirsty' was not satisfied" in result.message
+    # The result's fields say where and after how many steps; the message says only why, so a line
+    # that prints both ("budget spent after 4 steps at N: ...") repeats nothing.
+    assert result.message == "the need 'I am thirsty' was not satisfied within the budget of 4 steps"
     assert result.path[0] == "00000001" and len(result.path) == 5 and result.node == result.path[-1]
     assert result.distance_m == pytest.approx(80.0, abs=0.5)  # four 20 m hops
     feedback = rig.recorder.of("feedback")
@@ -130,7 +150,8 @@ def test_a_policy_stop_ends_it_where_it_stopped_with_success_unknown(tiny_world)
     run_until_done(session, rig)
     [result] = rig.recorder.of("result")
     assert result.outcome == "stopped" and result.satisfied is None and result.steps == 2
-    assert "unverified live" in result.message and result.path == ("00000000", "00000001", "00000000")
+    assert result.message == "the policy believes 'a pharmacy' is met here (unverified live)"
+    assert result.path == ("00000000", "00000001", "00000000")
     assert isinstance(rig.recorder.of("command")[-1][0], Hold)
     assert [f.action for f in rig.recorder.of("feedback")] == ["move", "move", "stop"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
 from cityseeker_ros.core.vehicles.airsim.client import AirSimLink, CameraFrame, Kinematics
 from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
+from cityseeker_ros.core.vehicles.airsim.link import AirSimVehicleLink  # registers the "airsim" link
 from cityseeker_ros.core.vehicles.airsim.motion import (
     MOTION_MODES,
     FlyMotion,
@@ -17,5 +18,6 @@ from cityseeker_ros.core.vehicles.airsim.motion import (
     make_motion_mode,
 )
 
-__all__ = ["MOTION_MODES", "AirSimError", "AirSimLink", "Anchor", "CameraFrame", "FlyMotion", "GeoPose", "Kinematics",
+__all__ = ["MOTION_MODES", "AirSimError", "AirSimLink", "AirSimVehicleLink", "Anchor", "CameraFrame", "FlyMotion",
+           "GeoPose", "Kinematics",
            "MotionMode", "TeleportMotion", "make_motion_mode"]

@@ -84,7 +84,8 @@ class MavlinkConnection:
         self.last_message_t: Optional[float] = None  # monotonic, anything from the target system
         self.protocol = 0
         self.sent: Counter[str] = Counter()
-        self.on_message: Optional[Callable[[Message], None]] = None  # called on the reader thread
+        # Called on the reader thread while the connection's lock is held: quick, and never blocking.
+        self.on_message: Optional[Callable[[Message], None]] = None
 
     # -- life ------------------------------------------------------------------------------------------
     def open(self, timeout_s: float) -> None:
@@ -171,12 +172,12 @@ class MavlinkConnection:
                 self.target_heartbeats += 1
                 self.protocol = 2 if msg.get_msgbuf()[0] == mavlink.PROTOCOL_MARKER_V2 else 1
             self.latest[kind] = msg
+            hook = self.on_message
+            if hook is not None:
+                hook(msg)  # inside the lock: a snapshot never shows a new mode without the link's verdict on it
             boxes = [box for box in self._inboxes if kind in box.types]
         for box in boxes:
             box.put(msg)
-        hook = self.on_message
-        if hook is not None:
-            hook(msg)
 
     @contextmanager
     def inbox(self, *types: str) -> Iterator[Inbox]:

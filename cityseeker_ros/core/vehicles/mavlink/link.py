@@ -8,9 +8,10 @@
   new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
 - hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
   ArduPilot BRAKE / LAND / RTL); they give control back to the autopilot.
-- `link_lost` is true when nothing at all came from the vehicle for `link_loss_s` (1 s), or no
-  heartbeat for three times that: both autopilots send HEARTBEAT at only 1 Hz, so a one-second
-  heartbeat limit would flap on a healthy link, while position telemetry comes at 5-50 Hz.
+- `link_lost` is true when nothing at all came from the vehicle for `link_loss_s` (1 s). Both
+  autopilots send HEARTBEAT at only 1 Hz, so a one-second heartbeat limit would flap on a healthy
+  link (and on any lost datagram), while the telemetry the link asks for comes at 10 Hz; the state
+  still reports `heartbeat_age_s` for whoever wants a stricter rule.
 
 Every motion-related message (setpoints, arming, takeoff, mode changes, speed changes) leaves through
 `_send_motion`, the one place a caller's gate can be checked against.
@@ -21,6 +22,7 @@ import math
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -221,9 +223,7 @@ class MavlinkLink(VehicleLink):
         return self._lost(time.monotonic(), heartbeat_t, message_t)
 
     def _lost(self, now: float, heartbeat_t: Optional[float], message_t: Optional[float]) -> bool:
-        if heartbeat_t is None or message_t is None:
-            return True
-        return now - message_t > self.link_loss_s or now - heartbeat_t > 3 * self.link_loss_s
+        return heartbeat_t is None or message_t is None or now - message_t > self.link_loss_s
 
     @property
     def streaming(self) -> bool:
@@ -236,7 +236,8 @@ class MavlinkLink(VehicleLink):
         return self._override_reason
 
     def _on_message(self, msg: Message) -> None:
-        """On the reader thread: notice the autopilot leaving the control mode by itself."""
+        """On the reader thread, under the connection's lock: notice the autopilot leaving the control
+        mode by itself. Never blocks (nothing here waits for the connection's lock)."""
         if msg.get_type() != "HEARTBEAT" or self._flavour is None:
             return
         mode = self._flavour.mode_name(msg.custom_mode)
@@ -254,7 +255,7 @@ class MavlinkLink(VehicleLink):
                                      "(pilot RC mode switch or failsafe); motion refused until take_control()")
             streamer = self._streamer
         if streamer is not None:
-            streamer.stop(self._override_reason)
+            streamer.stop(self._override_reason, wait=False)  # _send_motion already refuses its next send
 
     # -- the one gated send ----------------------------------------------------------------------------
     def _send_motion(self, msg: Message) -> None:
@@ -265,9 +266,15 @@ class MavlinkLink(VehicleLink):
             self._require_conn().send(msg)
             self.motion_sent += 1
 
+    def _owner_waiting(self) -> AbstractContextManager[None]:
+        """While the owner waits inside a link call, its loop is alive: the stream's leash holds."""
+        streamer = self._streamer
+        return streamer.owner_waiting() if streamer is not None and streamer.alive else nullcontext()
+
     def _command(self, what: str, command: int, params: Sequence[float]) -> None:
-        outcome = run_command(self._require_conn(), self._send_motion, command, params, self.command_timeout_s,
-                              self.command_retries)
+        with self._owner_waiting():
+            outcome = run_command(self._require_conn(), self._send_motion, command, params, self.command_timeout_s,
+                                  self.command_retries)
         if not outcome.accepted:
             raise LinkError(outcome.refusal(what))
 
@@ -278,11 +285,12 @@ class MavlinkLink(VehicleLink):
     def _await_mode(self, mode: str) -> str:
         """Wait (as long as a command may take) for a heartbeat showing `mode`; the mode last shown."""
         deadline = time.monotonic() + self.command_timeout_s * (self.command_retries + 1)
-        while True:
-            shown = self.state().mode
-            if shown == mode or time.monotonic() > deadline:
-                return shown
-            time.sleep(0.02)
+        with self._owner_waiting():
+            while True:
+                shown = self.state().mode
+                if shown == mode or time.monotonic() > deadline:
+                    return shown
+                time.sleep(0.02)
 
     def _check_not_overridden(self) -> None:
         with self._motion_lock:
@@ -334,16 +342,16 @@ class MavlinkLink(VehicleLink):
         try:
             streamer.start()
             if flavour.needs_stream:
-                until = time.monotonic() + self.prestream_s
-                while time.monotonic() < until:  # the owner is here, waiting: keep the stream's leash fresh
-                    streamer.keepalive()
-                    time.sleep(min(0.05, self.keepalive_s / 4))
-                streamer.keepalive()
+                with streamer.owner_waiting():
+                    time.sleep(self.prestream_s)
             self._set_mode(flavour.control_mode)
             shown = self._await_mode(flavour.control_mode)
             if shown != flavour.control_mode:
                 raise LinkError(f"{flavour.name} accepted {flavour.control_mode} but its heartbeat still shows "
                                 f"{shown}")
+            with self._motion_lock:  # seen in a heartbeat after the ACK: from now on, leaving it is an override
+                if self._control == HELD:
+                    self._confirmed = True
         except BaseException:
             with self._motion_lock:
                 if self._control == HELD:
@@ -377,13 +385,14 @@ class MavlinkLink(VehicleLink):
         return PositionSetpoint(s.lat, s.lon, s.alt_m, s.heading_deg)  # type: ignore[arg-type]
 
     def _require_control(self, what: str) -> SetpointStreamer[Setpoint]:
-        with self._motion_lock:
+        with self._motion_lock:  # never calls into the connection while held (its reader takes this lock)
             if self._control == OVERRIDDEN:
                 raise PilotOverride(self._override_reason or "a pilot took over")
-            if self._control != HELD or self._streamer is None:
-                raise LinkError(f"{what}: the link does not hold control (vehicle in {self.state().mode}); "
-                                "call take_control() first")
-            return self._streamer
+            streamer = self._streamer if self._control == HELD else None
+        if streamer is None:
+            raise LinkError(f"{what}: the link does not hold control (vehicle in {self.state().mode}); "
+                            "call take_control() first")
+        return streamer
 
     # -- motion ----------------------------------------------------------------------------------------
     def go_to(self, lat: float, lon: float, alt_m: float, heading_deg: Optional[float] = None,
@@ -464,11 +473,13 @@ class MavlinkLink(VehicleLink):
         """Returns the fence as the vehicle holds it: vertices at MAVLink's 1e-7 degree resolution."""
         vertices = tuple((round(float(lat) * 1e7) / 1e7, round(float(lon) * 1e7) / 1e7) for lat, lon in polygon)
         fence = Fence(vertices, round(float(max_alt_m), 3), breach_action)  # a float32 parameter keeps ~7 digits
-        fence_protocol.upload_fence(self._require_conn(), self.flavour, fence, self.command_timeout_s,
-                                    self.command_retries)
+        with self._owner_waiting():
+            fence_protocol.upload_fence(self._require_conn(), self.flavour, fence, self.command_timeout_s,
+                                        self.command_retries)
         return fence
 
     def read_fence(self) -> Fence:
-        return fence_protocol.read_fence(self._require_conn(), self.flavour, self.command_timeout_s,
-                                         self.command_retries)
+        with self._owner_waiting():
+            return fence_protocol.read_fence(self._require_conn(), self.flavour, self.command_timeout_s,
+                                             self.command_retries)
 

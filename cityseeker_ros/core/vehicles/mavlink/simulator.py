@@ -48,7 +48,7 @@ from cityseeker_ros.core.vehicles.mavlink.flavours import Flavour, flavour_named
 
 M_PER_DEG = 6378137.0 * math.pi / 180.0
 TICK_S = 0.02
-GAIN = 2.0  # 1/s: position error to velocity
+GAIN = 3.0  # 1/s: position error to velocity
 CREEP_M_S = 0.5  # the slowest approach speed
 ON_GROUND_M = 0.05
 # Datagrams the link sends that move the vehicle (what the tests count after a stop or a takeover).

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Generic, Optional, TypeVar
 
 from cityseeker_ros.core.vehicles.link import LinkError
@@ -30,6 +31,7 @@ class SetpointStreamer(Generic[S]):
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._last_keepalive = time.monotonic()
+        self._waiting = 0  # owner calls in progress that wait on the vehicle
         self.stop_reason: Optional[str] = None
         self.sent = 0
         self._thread = threading.Thread(target=self._run, name=f"{name} streamer", daemon=True)
@@ -56,17 +58,32 @@ class SetpointStreamer(Generic[S]):
             self._setpoint = setpoint
             self._last_keepalive = time.monotonic()
 
+    @contextmanager
+    def owner_waiting(self) -> Iterator[None]:
+        """The owner is blocked in a link call that waits on the vehicle (an ACK over a lossy radio can
+        take seconds): its loop is alive, so the leash holds until the call returns."""
+        with self._lock:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiting -= 1
+                self._last_keepalive = time.monotonic()
+
     @property
     def setpoint(self) -> S:
         with self._lock:
             return self._setpoint
 
-    def stop(self, reason: str) -> None:
+    def stop(self, reason: str, wait: bool = True) -> None:
+        """Stop for good; `wait` joins the thread (the link's send refuses anything after an override
+        on its own, so the reader thread stops without waiting)."""
         with self._lock:
             if self.stop_reason is None:
                 self.stop_reason = reason
             self._stopped.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
+        if wait and self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=1.0)
 
     def _check_alive(self) -> None:
@@ -76,6 +93,8 @@ class SetpointStreamer(Generic[S]):
     def _run(self) -> None:
         while not self._stopped.is_set():
             with self._lock:
+                if self._waiting:
+                    self._last_keepalive = time.monotonic()
                 age = time.monotonic() - self._last_keepalive
                 if age > self.keepalive_s:
                     self.stop_reason = self.stop_reason or (

@@ -15,6 +15,7 @@ class SafetyCode(str, Enum):
     ESTOP = "estop"  # e-stop latched
     OUTSIDE_GEOFENCE = "outside_geofence"
     ABOVE_MAX_ALTITUDE = "above_max_altitude"
+    BELOW_MIN_ALTITUDE = "below_min_altitude"  # a goal under the floor (below ground)
     INVALID_COMMAND = "invalid_command"  # NaN/inf or an unknown command type
     RESET_REFUSED = "reset_refused"  # e-stop reset while a trigger is still asserted
 

@@ -22,10 +22,14 @@ class SafetyConfig:
     max_speed_m_s: float = 3.0
     max_vertical_speed_m_s: float = 1.0
     max_altitude_m: float = 40.0
+    max_yaw_rate_deg_s: float = 45.0
+    min_altitude_m: float = -5.0  # the floor, metres above home (negative: below it); goals lower are refused
+    rtl_battery_fraction: Optional[float] = None  # 0..1: below it the bridge returns to launch; None: never
 
     @property
     def limits(self) -> Limits:
-        return Limits(self.max_speed_m_s, self.max_vertical_speed_m_s, self.max_altitude_m)
+        return Limits(self.max_speed_m_s, self.max_vertical_speed_m_s, self.max_altitude_m,
+                      self.max_yaw_rate_deg_s, self.min_altitude_m)
 
     @classmethod
     def from_dict(cls, d: Any, prefix: str = "safety") -> SafetyConfig:
@@ -44,14 +48,31 @@ class SafetyConfig:
             if f.name == "geofence" or f.name not in d:
                 continue
             v = d[f.name]
-            if v is None and f.name == "heartbeat_timeout_s":
+            if v is None and f.name in ("heartbeat_timeout_s", "rtl_battery_fraction"):
                 values[f.name] = None
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            if f.name == "rtl_battery_fraction":
+                if not _number(v) or not 0 < v < 1:
+                    raise ConfigError(f"{prefix}.rtl_battery_fraction must be a fraction between 0 and 1 "
+                                      f"(e.g. 0.25 returns to launch at 25 % battery) or null, got {v!r}")
+                values[f.name] = float(v)
+                continue
+            if f.name == "min_altitude_m":
+                ceiling = d.get("max_altitude_m", cls.max_altitude_m)
+                if not _number(v) or (_number(ceiling) and v >= ceiling):
+                    raise ConfigError(f"{prefix}.min_altitude_m must be a number below max_altitude_m "
+                                      f"(metres above home, negative below it), got {v!r}")
+                values[f.name] = float(v)
+                continue
+            if not _number(v) or v <= 0:
                 raise ConfigError(f"{prefix}.{f.name} must be a positive number, got {v!r}")
             values[f.name] = float(v)
         max_alt = values.get("max_altitude_m", cls.max_altitude_m)
         return cls(geofence=geofence_from_dict(d["geofence"], max_alt, f"{prefix}.geofence"), **values)
+
+
+def _number(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def load_safety_config(path: str) -> SafetyConfig:

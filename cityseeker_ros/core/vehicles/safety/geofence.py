@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from shapely.geometry import Point, Polygon
+from shapely.geometry import LineString, Point, Polygon
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.geodesy import LocalFrame, geodesic_m
@@ -36,6 +36,29 @@ class Geofence:
             return Check(False, SafetyCode.ABOVE_MAX_ALTITUDE,
                          f"goal altitude {alt_m:.1f} m is above the {self.max_altitude_m:g} m ceiling")
         return OK
+
+    def check_path(self, start: tuple[float, float], goal: tuple[float, float], step_m: float = 1.0) -> Check:
+        """The straight line a vehicle flies from `start` to `goal` stays inside (sampled every
+        `step_m`; subclasses may answer exactly). From outside, the path may only head back in: once
+        inside, it must stay inside."""
+        span = geodesic_m(*start, *goal)
+        n = max(1, math.ceil(span / step_m))
+        entered = False
+        previous = self.outside_by_m(*start)
+        for i in range(1, n + 1):
+            f = i / n
+            out = self.outside_by_m(start[0] + f * (goal[0] - start[0]), start[1] + f * (goal[1] - start[1]))
+            if out == 0.0:
+                entered = True
+            elif entered or out > previous:
+                return self._crossing(start, goal)
+            previous = out
+        return OK
+
+    def _crossing(self, start: tuple[float, float], goal: tuple[float, float]) -> Check:
+        return Check(False, SafetyCode.OUTSIDE_GEOFENCE,
+                     f"the straight path from ({start[0]:.6f}, {start[1]:.6f}) to ({goal[0]:.6f}, {goal[1]:.6f}) "
+                     f"leaves the {self.kind} geofence")
 
 
 class CircleFence(Geofence):
@@ -69,6 +92,37 @@ class PolygonFence(Geofence):
     def outside_by_m(self, lat: float, lon: float) -> float:
         p = Point(self.frame.to_xy(lat, lon))
         return 0.0 if self.polygon.covers(p) else float(self.polygon.exterior.distance(p))
+
+    def check_path(self, start: tuple[float, float], goal: tuple[float, float], step_m: float = 1.0) -> Check:
+        """Exact: the segment against the polygon's edges. From outside, the part after it first
+        enters must lie inside."""
+        a, b = Point(self.frame.to_xy(*start)), Point(self.frame.to_xy(*goal))
+        line = LineString([a, b])
+        if self.polygon.covers(line):
+            return OK
+        if self.polygon.covers(a) or not self.polygon.covers(b):
+            return self._crossing(start, goal)
+        crossing = line.intersection(self.polygon.exterior)
+        parts = getattr(crossing, "geoms", [crossing])
+        entry = min(line.project(Point(c)) for part in parts for c in part.coords)
+        rest = LineString([line.interpolate(entry), b])
+        return OK if rest.length == 0 or self.polygon.buffer(1e-6).covers(rest) else self._crossing(start, goal)
+
+
+class Unfenced(Geofence):
+    """No fence: for teleport benchmarks without a safety config, where the simulator has no
+    airframe to protect and the e-stop is the only guard left."""
+
+    kind = "none"
+
+    def __init__(self) -> None:
+        super().__init__(math.inf)
+
+    def outside_by_m(self, lat: float, lon: float) -> float:
+        return 0.0
+
+    def check_path(self, start: tuple[float, float], goal: tuple[float, float], step_m: float = 1.0) -> Check:
+        return OK
 
 
 def _latlon(value: Any, field: str) -> tuple[float, float]:

@@ -54,24 +54,35 @@ class SimulatedWalker:
         return self.goal is not None
 
     def command(self, command: Command) -> None:
-        """A motion command as the safety gate let it through."""
-        self._advance()
+        """A motion command as the safety gate let it through. Compatibility path for the walker node,
+        the simulated field and tests until they drive a WalkerLink behind the generic bridge."""
         if isinstance(command, Goal):
-            goal = (command.lat, command.lon)
-            if goal == self.position:
-                return
-            self.moves += 1
-            if self.follow_goals is not None and self.moves > self.follow_goals:
-                return
-            self.goal = goal
-            if self.speed_m_s is None:
-                self._move_to(goal)
+            self._walk_to(command.lat, command.lon)
         elif isinstance(command, Hold):
-            self.holds += 1
-            self.goal = None
+            self._stand()
         else:
+            self._advance()
             self.refused += 1
             self.goal = None
+
+    def _walk_to(self, lat: float, lon: float) -> None:
+        """The walker's one motion sender (WalkerLink.go_to)."""
+        self._advance()
+        goal = (lat, lon)
+        if goal == self.position:
+            return
+        self.moves += 1
+        if self.follow_goals is not None and self.moves > self.follow_goals:
+            return
+        self.goal = goal
+        if self.speed_m_s is None:
+            self._move_to(goal)
+
+    def _stand(self) -> None:
+        """Stop where it stands (WalkerLink.hold)."""
+        self._advance()
+        self.holds += 1
+        self.goal = None
 
     def fix(self) -> tuple[float, float]:
         """The GNSS fix now: the true position after walking since the last call, plus noise."""

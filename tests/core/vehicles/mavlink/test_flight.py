@@ -98,14 +98,15 @@ def test_land_descends_and_disarms(vehicle, flavour):
     assert sim.pos[2] == 0.0 and sim.texts[-1] == "Landing detected"
 
 
-@pytest.mark.parametrize("flavour, params", [("px4", {"RTL_RETURN_ALT": 6.0}), ("ardupilot", {"RTL_ALT": 600})])
+@pytest.mark.parametrize("flavour, params", [("px4", {"RTL_RETURN_ALT": 5.0}), ("ardupilot", {"RTL_ALT": 500})])
 def test_return_to_launch_flies_home_and_lands(vehicle, flavour, params):
     sim, link = vehicle(flavour, sim={"params": params})
-    airborne(link, 4.0)
-    link.go_to(north_of(HOME[0], 15.0), HOME[1], 4.0)
-    wait_until(lambda: geodesic_m(link.state().lat, link.state().lon, HOME[0], HOME[1]) > 14.0, 5.0, link, "away")
+    airborne(link, 3.0)
+    link.go_to(north_of(HOME[0], 10.0), HOME[1], 3.0)
+    wait_until(lambda: geodesic_m(link.state().lat, link.state().lon, HOME[0], HOME[1]) > 9.0, 5.0, link, "away")
     link.return_to_launch()
     assert link.state().mode == ("AUTO.RTL" if flavour == "px4" else "RTL")
+    wait_until(lambda: link.state().alt_m > 4.5, 3.0, what="climbing to the return altitude first")
     wait_until(lambda: not link.state().armed and link.state().alt_m == 0.0, 9.0, what="home and landed")
     state = link.state()
     assert geodesic_m(state.lat, state.lon, HOME[0], HOME[1]) < 0.6 and state.alt_m == 0.0

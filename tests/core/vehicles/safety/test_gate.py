@@ -12,11 +12,13 @@ from cityseeker_ros.core.vehicles.safety import HOLD, Goal, Hold, SafetyCode, Sa
 from tests.core.vehicles.safety.conftest import CIRCLE, north_of_origin
 
 INSIDE = Goal(north_of_origin(50.0), 0.0, alt_m=10.0, heading_deg=0.0, speed_m_s=2.0)
+HERE = (0.0, 0.0, 10.0)  # the vehicle, level with INSIDE: no climb slows it
+GROUND = (0.0, 0.0, 0.0)
 
 
 def live(gate) -> None:
     gate.beat()
-    gate.decision(INSIDE)
+    gate.decision(INSIDE, position=HERE)
 
 
 def test_nothing_moves_before_a_decision_and_a_heartbeat(gate):
@@ -28,12 +30,12 @@ def test_nothing_moves_before_a_decision_and_a_heartbeat(gate):
 
 def test_a_goal_inside_passes_and_speed_is_capped(gate, clock):
     live(gate)
-    ok = gate.tick()
+    ok = gate.tick(position=HERE)
     assert (ok.command, ok.code, ok.reason, ok.moving) == (INSIDE, SafetyCode.OK, "ok", True)
-    fast = gate.decision(Goal(north_of_origin(50.0), 0.0, speed_m_s=7.5))
+    fast = gate.decision(Goal(north_of_origin(50.0), 0.0, speed_m_s=7.5), position=GROUND)
     assert fast.code is SafetyCode.SPEED_CLAMPED and fast.command.speed_m_s == 3.0
     assert fast.reason == "speed 7.50 m/s clamped to 3 m/s"
-    unspecified = gate.decision(Goal(north_of_origin(50.0), 0.0))
+    unspecified = gate.decision(Goal(north_of_origin(50.0), 0.0), position=GROUND)
     assert unspecified.code is SafetyCode.OK and unspecified.command.speed_m_s == 3.0
 
 
@@ -101,14 +103,14 @@ def test_estop_overrides_everything_until_reset(gate, clock):
 
 def test_velocity_is_scaled_to_the_limits_keeping_direction(gate, clock):
     gate.beat()
-    v = gate.decision(Velocity(4.0, 3.0, 2.0, 10.0))
+    v = gate.decision(Velocity(4.0, 3.0, 2.0, 10.0), position=HERE)
     assert v.code is SafetyCode.SPEED_CLAMPED and v.moving
     assert (v.command.east_m_s, v.command.north_m_s, v.command.up_m_s) == pytest.approx((2.4, 1.8, 1.0))
     assert v.command.yaw_rate_deg_s == 10.0
     assert "speed 5.00 m/s clamped to 3 m/s" in v.reason and "vertical speed 2.00 m/s" in v.reason
-    at_ceiling = gate.tick(altitude_m=40.0)
+    at_ceiling = gate.tick(position=(0.0, 0.0, 40.0))
     assert at_ceiling.command.up_m_s == 0.0 and "climb stopped at 40.0 m" in at_ceiling.reason
-    slow = gate.decision(Velocity(1.0, 0.0, -0.5))
+    slow = gate.decision(Velocity(1.0, 0.0, -0.5), position=HERE)
     assert (slow.code, slow.command) == (SafetyCode.OK, Velocity(1.0, 0.0, -0.5))
 
 

@@ -1,0 +1,108 @@
+"""The one door between the bridge and a link's motion calls, and how a hold shuts it (the motion
+epoch gate; airsim/motion_gate.py generalised to every link).
+
+Every motion job carries the epoch it was decided under; a hold (and every new job) starts a new
+epoch. Each motion call is checked against the current epoch, and against the safety gate's
+verdict of that moment, right before it is sent, under the door's lock: a call is either refused
+(`MotionDropped`) or counted in flight before a hold bumps the epoch. The hold then sends the
+link's hold, sends it again every `rehold_s` while a call admitted under an older epoch is still
+out (on links whose requests may overtake each other, such as AirSim's two connections), and once
+more after those calls returned. The hold never holds the lock while it calls the link, so a
+stalled motion call delays neither the hold nor the next epoch.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import TypeVar
+
+from cityseeker_ros.core.vehicles.link import LinkError
+
+T = TypeVar("T")
+
+
+class MotionDropped(Exception):
+    """A motion call refused: a hold or a newer job came after its job was decided, or the safety
+    gate no longer allows it."""
+
+
+class MotionDoor:
+    def __init__(self, rehold_s: float = 0.02, hold_timeout_s: float = 2.0) -> None:
+        self.rehold_s, self.hold_timeout_s = float(rehold_s), float(hold_timeout_s)
+        self._cond = threading.Condition()
+        self._epoch = 0
+        self._in_flight: Counter[int] = Counter()  # epoch -> motion calls admitted and not returned
+        self._closed = False
+        self.sent = 0  # motion calls admitted (for tests and diagnostics)
+        self.dropped = 0
+
+    @property
+    def epoch(self) -> int:
+        with self._cond:
+            return self._epoch
+
+    def open(self) -> int:
+        """A new job: its epoch, which makes every older job's remaining calls stale."""
+        with self._cond:
+            self._epoch += 1
+            return self._epoch
+
+    def send(self, epoch: int, allowed: Callable[[], bool], call: Callable[[], T]) -> T:
+        """Run one motion call if its job's epoch is current and `allowed()` (the gate, asked now)."""
+        with self._cond:
+            if self._closed or epoch != self._epoch or not allowed():
+                self.dropped += 1
+                raise MotionDropped("a hold, a newer job or the safety gate came first")
+            self._in_flight[epoch] += 1
+            self.sent += 1
+        try:
+            return call()
+        finally:
+            with self._cond:
+                self._in_flight[epoch] -= 1
+                if self._in_flight[epoch] <= 0:
+                    del self._in_flight[epoch]
+                self._cond.notify_all()
+
+    def _older(self, epoch: int) -> int:
+        return sum(n for e, n in self._in_flight.items() if e < epoch)
+
+    def hold(self, hold: Callable[[], None]) -> int:
+        """Refuse every call of the jobs given so far, then make `hold` the last word: send it,
+        re-send while a call admitted earlier is out, and once more after it returned. Returns the
+        holds sent; LinkError if those calls did not return within hold_timeout_s."""
+        with self._cond:
+            self._epoch += 1
+            mine = self._epoch
+            waited = self._older(mine) > 0
+        hold()
+        sent = 1
+        deadline = time.monotonic() + self.hold_timeout_s
+        while True:
+            with self._cond:
+                if self._older(mine) == 0:
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise LinkError(f"a motion call did not return within {self.hold_timeout_s:g} s of a hold "
+                                    f"({sent} holds sent)")
+                self._cond.wait_for(lambda: self._older(mine) == 0, min(self.rehold_s, remaining))
+            hold()
+            sent += 1
+        if waited and sent == 1:
+            hold()
+            sent += 1
+        return sent
+
+    def close(self) -> None:
+        """Refuse every call from now on, without waiting."""
+        with self._cond:
+            self._closed = True
+            self._epoch += 1
+
+    @property
+    def in_flight(self) -> int:
+        with self._cond:
+            return sum(self._in_flight.values())
