@@ -26,13 +26,14 @@ from cityseeker_ros.core.evaluation.episode_run import episode_rng
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS, summarize
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
+from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.ros.bag_records import Redecision, decision_outcome, recorded_decisions, records
 from cityseeker_ros.ros.bag_records import write_redecision as write_redecision  # bag/cli writes redecide's result
 from cityseeker_ros.ros.bag_storage import BagReader
 from cityseeker_ros.ros.bag_topics import DECISIONS, REPLAY_EPISODE, REPLAY_IMAGES, REPLAY_VIEWS, SUPERVISOR_VIEWS
-from cityseeker_ros.ros.schema import DecisionMsg, EpisodeMsg, ViewSetMsg, as_dict
+from cityseeker_ros.ros.schema import EpisodeMsg, as_dict
 
 COMPARISON_FILE = "comparison.json"
 TOLERANCE = 1e-9  # metrics are recomputed by the same code: anything larger is a real difference
@@ -130,7 +131,7 @@ def rescore(bag: Path, data: Path, dataset: str = "auto", *, max_steps: int = DE
         episodes = ended_episodes(reader, episode_topic)
         decisions = recorded_decisions(reader, decision_topic)
     worlds = Dataset(data, dataset)
-    by_run: dict[tuple, list[DecisionMsg]] = {}
+    by_run: dict[tuple, list[Answer]] = {}
     for d in decisions.values():
         by_run.setdefault(d.task.key(), []).append(d)
     records, comparisons = [], []
@@ -164,7 +165,6 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
              data: Optional[Path] = None, dataset: str = "auto", views_topic: Optional[str] = None,
              images_topic: str = REPLAY_IMAGES, decision_topic: str = DECISIONS) -> Redecision:
     """Decide every recorded view set again with `policy`; compare with the recorded decisions."""
-    from cityseeker_ros.core.agents.policies.base import PromptContext
     from cityseeker_ros.ros import convert  # message classes for the images: plain Python, no rclpy
 
     agent = make_policy(policy, **dict(policy_params or {}))
@@ -177,8 +177,8 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
             views_topic = SUPERVISOR_VIEWS if counts.get(SUPERVISOR_VIEWS) else REPLAY_VIEWS
         if not counts.get(views_topic):
             raise ConfigError(f"{reader.path}: no view sets on {views_topic}")
-        view_sets: dict[str, ViewSetMsg] = {}
-        for vs in records(reader, views_topic, ViewSetMsg):
+        view_sets: dict[str, ViewSet] = {}
+        for vs in records(reader, views_topic, ViewSet):
             if not vs.done:
                 view_sets.setdefault(vs.view_set_id, vs)
         decisions = recorded_decisions(reader, decision_topic)
@@ -200,15 +200,15 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
             if task.key() != key:
                 key = task.key()
                 world, episode = (worlds.find(task.city, task.episode_id) if worlds is not None
-                                  else (None, convert.episode_from_task(task)))
+                                  else (None, task.episode()))
                 agent.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
             decoded = (convert.view_set_images(vs, {f: images[(vs.stamp.sec, vs.stamp.nanosec, f)]
                                                     for f in vs.image_frames()
                                                     if (vs.stamp.sec, vs.stamp.nanosec, f) in images})
                        if agent.uses_images else {})
             observation = convert.view_set_to_observation(vs, decoded)
-            if vs.context and agent.accepts_context:
-                decision = agent.decide(observation, PromptContext(**vs.context))
+            if vs.context is not None and agent.accepts_context:
+                decision = agent.decide(observation, vs.context)
             else:
                 decision = agent.decide(observation)
             step["redecided"] = {"action": as_dict(decision.action)}

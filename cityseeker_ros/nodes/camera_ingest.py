@@ -3,7 +3,7 @@
 Subscribes to `location` (Location from graph_localiser) and `episode` (EpisodeMsg: the
 supervisor's running task; until one runs nothing is published and diagnostics say so). When the
 vehicle arrives at a node it asks the frame source (core.camera, chosen by `source`) for the view
-of every walkable heading and publishes `~/views` (ViewSetMsg, qos.STATE) and its images
+of every walkable heading and publishes `~/views` (ViewSet, qos.STATE) and its images
 (qos.view_images; `image_format` as streetview_replay's: raw Image on `~/images`, png or jpeg
 CompressedImage on `~/images/compressed`) with exactly streetview_replay's contract, so decision
 cannot tell a live camera from the replay. A "topic" camera is fed from `frames`
@@ -18,6 +18,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image
 
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet, view_frame_id
 from cityseeker_ros.core.sensing.camera import FrameError, RunTask, TopicFrameSource, ViewSetBuilder, make_frame_source
 from cityseeker_ros.core.sensing.camera.rosbag import image_to_rgb
 from cityseeker_ros.core.sensing.localisation import Localisation
@@ -25,7 +26,7 @@ from cityseeker_ros.core.tasks.environment import Observation
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import CAMERA_INGEST, declare, json_parameter, world_parameter
-from cityseeker_ros.ros.schema import EpisodeMsg, Task, ViewSetMsg
+from cityseeker_ros.ros.schema import EpisodeMsg
 from cityseeker_ros.ros.spin import spin
 
 
@@ -42,12 +43,12 @@ class CameraIngestNode(Node):
         world = world_parameter(p["data"], p["dataset"], p["city"]) if p["data"] else None
         self._source = make_frame_source(p["source"], world, json_parameter("source_params", p["source_params"]))
         self._builder = ViewSetBuilder(self._source, world, int(p["max_steps"]))
-        self._task: Optional[Task] = None
+        self._task: Optional[EpisodeBrief] = None
         self._seq = self._last_stamp_ns = self._errors = 0
         self._last_error = ""
         self._last_status = "no location yet"
 
-        self._views_pub = self.create_publisher(typed.msg_type(ViewSetMsg), "~/views", qos.STATE)
+        self._views_pub = self.create_publisher(typed.msg_type(ViewSet), "~/views", qos.STATE)
         self._images_pub = self.create_publisher(convert.image_message_type(self._image_format),
                                                  convert.image_topic("~/images", self._image_format),
                                                  qos.view_images(self._max_views))
@@ -129,7 +130,7 @@ class CameraIngestNode(Node):
             self.get_logger().warning(f"{len(view_set.image_frames())} views exceed max_views={self._max_views}")
         for view in observation.views:
             if view.image is not None:
-                self._images_pub.publish(convert.image_to_msg(view.image, stamp, convert.view_frame_id(view.index),
+                self._images_pub.publish(convert.image_to_msg(view.image, stamp, view_frame_id(view.index),
                                                               self._image_format, self._jpeg_quality))
         self._views_pub.publish(typed.to_ros(view_set))
         self._last_error = ""

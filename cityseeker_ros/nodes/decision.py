@@ -51,11 +51,11 @@ from cityseeker_ros.core.evaluation.episode_run import episode_rng
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.infra.redact import redact, redact_text
 from cityseeker_ros.core.infra.stamp import Stamp
+from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import VLM_DECISION, declare, json_parameter, policy_params
-from cityseeker_ros.ros.schema import DecisionMsg, ViewSetMsg
 from cityseeker_ros.ros.spin import spin
 
 ImageKey = tuple[tuple[int, int], str]  # ((sec, nanosec) of the view set's stamp, frame id)
@@ -68,11 +68,19 @@ def _key(stamp: Stamp) -> tuple[int, int]:
     return stamp.sec, stamp.nanosec
 
 
+def _context(view_set: ViewSet) -> Optional[PromptContext]:
+    """The view set's prompt context with empty slots as None; None when it has none."""
+    context = view_set.context
+    if context is None:
+        return None
+    return PromptContext(**{k: v or None for k, v in vars(context).items()})
+
+
 @dataclass
 class Waiting:
     """A view set some goals wait on: decided once, every goal answered with the decision."""
 
-    view_set: ViewSetMsg
+    view_set: ViewSet
     since: float  # monotonic: when the first goal for it came (the image timeout counts from here)
     futures: list[Future] = field(default_factory=list)  # one per goal, completed with the answer
     handles: list[ServerGoalHandle] = field(default_factory=list)  # the goals, for feedback
@@ -87,7 +95,7 @@ class DecisionNode(LifecycleNode):
         self._worlds: dict[str, World] = {}  # privileged policies only
         self._episodes: dict[str, Episode] = {}
         self._worker: Optional[ThreadPoolExecutor] = None
-        self._results: queue.SimpleQueue[DecisionMsg] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[Answer] = queue.SimpleQueue()
         self._guard = None
         self._decision_pub = self.create_publisher(DecisionRos, "~/decision", qos.STATE)
         self._subscriptions: list[Any] = []
@@ -120,8 +128,8 @@ class DecisionNode(LifecycleNode):
         self._abort_waiting()
         self._images: dict[ImageKey, convert.ViewImageMsg] = {}
         self._in_flight: Optional[str] = None  # view set id being decided
-        self._decided: OrderedDict[str, DecisionMsg] = OrderedDict()  # the last REMEMBERED answers
-        self._held: list[DecisionMsg] = []  # decided while inactive: answered on activation
+        self._decided: OrderedDict[str, Answer] = OrderedDict()  # the last REMEMBERED answers
+        self._held: list[Answer] = []  # decided while inactive: answered on activation
         self._episode_key: Optional[tuple] = None
         self._published = 0
         self._last_latency_s: Optional[float] = None
@@ -277,7 +285,7 @@ class DecisionNode(LifecycleNode):
             waiting.futures.append(future)
             waiting.handles.append(goal_handle)
             self._maybe_decide()
-        result: Optional[DecisionMsg] = await future
+        result: Optional[Answer] = await future
         self._goal_futures.pop(goal_id, None)
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -315,7 +323,7 @@ class DecisionNode(LifecycleNode):
     def _needs_images(self) -> bool:
         return self._policy is not None and self._policy.uses_images
 
-    def _missing_images(self, view_set: ViewSetMsg) -> list[str]:
+    def _missing_images(self, view_set: ViewSet) -> list[str]:
         if not self._needs_images():
             return []
         return [f for f in view_set.image_frames() if (_key(view_set.stamp), f) not in self._images]
@@ -345,7 +353,7 @@ class DecisionNode(LifecycleNode):
         if guard is not None:
             guard.trigger()
 
-    def _decide(self, view_set: ViewSetMsg, images: dict[str, convert.ViewImageMsg]) -> DecisionMsg:
+    def _decide(self, view_set: ViewSet, images: dict[str, convert.ViewImageMsg]) -> Answer:
         """On the worker thread: the only place the policy is touched after configure. A failure
         ends the episode, as in the in-process benchmark (same error text)."""
         start = time.perf_counter()
@@ -354,7 +362,7 @@ class DecisionNode(LifecycleNode):
             assert policy is not None
             task = view_set.task
             if task.key() != self._episode_key:
-                episode = self._episodes.get(task.episode_id) if policy.privileged else convert.episode_from_task(task)
+                episode = self._episodes.get(task.episode_id) if policy.privileged else task.episode()
                 if episode is None:
                     raise ConfigError(f"episode {task.episode_id} is not in the data parameter's dataset")
                 world = self._worlds.get(episode.city) if policy.privileged else None
@@ -362,14 +370,12 @@ class DecisionNode(LifecycleNode):
                 policy.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
             decoded = convert.view_set_images(view_set, images)  # the panorama decodes only if shown
             logged = len(policy.step_records())
-            context = PromptContext(**{k: v for k, v in view_set.context.items() if v}) if view_set.context else None
-            decision = policy.decide(convert.view_set_to_observation(view_set, decoded), context)
-            msg = convert.decision_to_msg(decision, view_set, self._policy_name, time.perf_counter() - start)
-            msg.records = policy.step_records()[logged:]
-            return msg
+            decision = policy.decide(convert.view_set_to_observation(view_set, decoded), _context(view_set))
+            return Answer.of(view_set, decision, self._policy_name, time.perf_counter() - start,
+                             policy.step_records()[logged:])
         except Exception as exc:
-            return convert.failed_decision_msg(redact_text(f"{type(exc).__name__}: {exc}"), view_set,
-                                               self._policy_name, time.perf_counter() - start)
+            return Answer.failed(view_set, redact_text(f"{type(exc).__name__}: {exc}"), self._policy_name,
+                                 time.perf_counter() - start)
 
     def _publish_results(self) -> None:  # guard condition: on the executor thread
         while True:
@@ -385,7 +391,7 @@ class DecisionNode(LifecycleNode):
                 self._held.append(result)
         self._maybe_decide()
 
-    def _answer(self, result: DecisionMsg) -> None:
+    def _answer(self, result: Answer) -> None:
         """Remember `result`, answer every goal waiting on its view set, and publish it."""
         self._decided[result.view_set_id] = result
         while len(self._decided) > REMEMBERED:
@@ -404,7 +410,7 @@ class DecisionNode(LifecycleNode):
             self._publish_decision(result)
         self._prune_images()
 
-    def _publish_decision(self, result: DecisionMsg) -> None:
+    def _publish_decision(self, result: Answer) -> None:
         self._decision_pub.publish(typed.decision_to_ros(result))
         self._published += 1
 
@@ -430,7 +436,7 @@ class DecisionNode(LifecycleNode):
             if missing and time.monotonic() - waiting.since > timeout:
                 error = f"images {missing} of view set {view_set.view_set_id} did not arrive within {timeout:g} s"
                 self.get_logger().error(error)
-                self._answer(convert.failed_decision_msg(error, view_set, self._policy_name, 0.0))
+                self._answer(Answer.failed(view_set, error, self._policy_name, 0.0))
 
     def _publish_diagnostics(self) -> None:
         state = "active" if self._active else "configured" if self._policy is not None else "unconfigured"

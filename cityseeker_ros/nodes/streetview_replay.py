@@ -12,6 +12,7 @@ episode is setting the `episode` and `seed` parameters (atomically when both cha
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,13 +28,14 @@ from std_srvs.srv import Trigger
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.metrics import episode_metrics
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet, view_frame_id
 from cityseeker_ros.core.sensing.views import make_view_source
 from cityseeker_ros.core.tasks.environment import Environment, Observation
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare, json_parameter
-from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin, Task, ViewSetMsg
+from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, MapOrigin
 from cityseeker_ros.ros.spin import spin
 
 
@@ -62,14 +64,14 @@ class StreetviewReplayNode(Node):
 
         self._env: Optional[Environment] = None
         self._world: Optional[World] = None
-        self._task: Optional[Task] = None
-        self._view_set: Optional[ViewSetMsg] = None
+        self._task: Optional[EpisodeBrief] = None
+        self._view_set: Optional[ViewSet] = None
         self._poses: list[PoseStamped] = []
         self._poses_step = -1  # the step of the last pose on the path (retries repeat a step)
         self._run = self._seq = self._last_stamp_ns = 0
         self._ignored_actions = 0
 
-        self._views_pub = self.create_publisher(typed.msg_type(ViewSetMsg), "~/views", qos.STATE)
+        self._views_pub = self.create_publisher(typed.msg_type(ViewSet), "~/views", qos.STATE)
         self._images_pub = self.create_publisher(convert.image_message_type(self._image_format),
                                                  convert.image_topic("~/images", self._image_format),
                                                  qos.view_images(self._max_views + 1))
@@ -121,7 +123,7 @@ class StreetviewReplayNode(Node):
         if any(param.name in ("episode", "seed") for param in params):
             self._start_selected()
 
-    def _start_selected(self) -> Optional[Task]:
+    def _start_selected(self) -> Optional[EpisodeBrief]:
         index = self._resolve(self.get_parameter("episode").value)
         if index is None:
             self._env = self._task = self._view_set = None
@@ -143,7 +145,7 @@ class StreetviewReplayNode(Node):
         world, episode = self._episodes[index]
         self._run += 1
         self._world, self._poses, self._poses_step = world, [], -1
-        self._task = convert.task_from_episode(episode, seed, self._run)
+        self._task = EpisodeBrief.of(episode, seed, self._run)
         self._env = Environment(world, max_steps=self._max_steps, max_invalid_retries=self._max_invalid,
                                 views=self._sources[world.city])
         self.get_logger().info(f"run {self._run}: episode {episode.episode_id} seed {seed}")
@@ -212,12 +214,11 @@ class StreetviewReplayNode(Node):
         assert self._env is not None and self._task is not None and self._world is not None
         stamp = self._next_stamp()
         if observation is not None:
-            final = convert.observation_to_view_set(observation, self._task, self._next_view_set_id(), stamp,
-                                                    done=True)
-            final.views = []
+            final = replace(convert.observation_to_view_set(observation, self._task, self._next_view_set_id(), stamp,
+                                                            done=True), views=())
         elif self._view_set is not None:
-            final = self._view_set.model_copy(update={"view_set_id": self._next_view_set_id(), "stamp": stamp,
-                                                      "views": [], "panorama": None, "done": True})
+            final = replace(self._view_set, view_set_id=self._next_view_set_id(), stamp=stamp, views=(),
+                            panorama=None, done=True)
         else:
             final = None
         if final is not None:
@@ -252,7 +253,7 @@ class StreetviewReplayNode(Node):
                                       "may miss images; raise max_views on both nodes")
         for view in observation.views:
             if view.image is not None:
-                self._images_pub.publish(convert.image_to_msg(view.image, stamp, convert.view_frame_id(view.index),
+                self._images_pub.publish(convert.image_to_msg(view.image, stamp, view_frame_id(view.index),
                                                               self._image_format, self._jpeg_quality))
         if view_set.panorama is not None:  # one more frame of the same view set
             self._images_pub.publish(convert.image_to_msg(panorama, stamp, view_set.panorama.frame_id,
@@ -261,7 +262,7 @@ class StreetviewReplayNode(Node):
         self._views_pub.publish(typed.to_ros(view_set))
         self._publish_pose(view_set, stamp)
 
-    def _publish_pose(self, view_set: ViewSetMsg, stamp) -> None:
+    def _publish_pose(self, view_set: ViewSet, stamp) -> None:
         assert self._world is not None
         self._fix_pub.publish(convert.navsatfix(view_set.lat, view_set.lon, stamp, self._frame_id))
         east, north = (float(v) for v in self._world.graph.frame.to_xy(view_set.lat, view_set.lon))

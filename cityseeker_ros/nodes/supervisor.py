@@ -21,7 +21,7 @@ bridges move only while it is alive. Live, a vehicle under way that makes no pro
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -29,7 +29,6 @@ from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
-from pydantic import ValidationError
 from rcl_interfaces.srv import SetParametersAtomically
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -38,7 +37,7 @@ from visualization_msgs.msg import MarkerArray
 
 from cityseeker_interfaces.action import Decide
 from cityseeker_ros.core.agents.memory import make_memory_store
-from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
+from cityseeker_ros.core.agents.policies.base import PromptContext
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.benchmark import run_tasks
 from cityseeker_ros.core.infra.errors import ConfigError
@@ -57,9 +56,9 @@ from cityseeker_ros.core.loop.state_machine import (
     LiveProgress,
     Outputs,
     SupervisorStatus,
-    ViewSet,
     WorldEpisode,
 )
+from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus
 from cityseeker_ros.core.tasks.environment import Action, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
@@ -75,7 +74,6 @@ from cityseeker_ros.ros.schema import (
     CommandMsg,
     EpisodeMsg,
     OutcomeMsg,
-    ViewSetMsg,
 )
 from cityseeker_ros.ros.spin import spin
 
@@ -139,7 +137,7 @@ class SupervisorNode(Node):
         self._graph_pub = self.create_publisher(MarkerArray, "~/graph_markers", qos.STATE)
         self._action_pub = self.create_publisher(typed.msg_type(ActionMsg), f"{world}/action", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
-        self.create_subscription(typed.msg_type(ViewSetMsg), f"{world}/views", self._on_views, qos.STATE)
+        self.create_subscription(typed.msg_type(ViewSet), f"{world}/views", self._on_views, qos.STATE)
         self.create_subscription(typed.msg_type(EpisodeMsg), f"{world}/episode", self._on_episode, qos.STATE)
         if self._live:
             self.create_subscription(typed.msg_type(Localisation), f"{p['localiser_node'].rstrip('/')}/location",
@@ -181,12 +179,10 @@ class SupervisorNode(Node):
 
     def _on_views(self, msg: Any) -> None:
         try:
-            views: ViewSetMsg = typed.from_ros(msg)
+            view_set: ViewSet = typed.from_ros(msg)
         except ValueError as exc:
             self.get_logger().warning(f"ignored a malformed view set: {exc}")
             return
-        view_set = ViewSet(views.view_set_id, views.task.run, views.task.episode_id, views.task.seed, views.node,
-                           views.facing, views.step, convert.view_set_to_observation(views), views.done, views)
         self._loop.view_set(view_set)
 
     def _on_episode(self, msg: Any) -> None:
@@ -260,15 +256,12 @@ class SupervisorNode(Node):
             return
         self._goal = None
         try:
-            decision = typed.decision_from_ros(response.result.decision)
-        except (ValidationError, ValueError) as exc:
+            answer = typed.decision_from_ros(response.result.decision)
+        except ValueError as exc:
             self.get_logger().error(f"the decision for view set {goal.view_set_id} is malformed: {exc}")
             self._loop.decision(goal.view_set_id, None, [], f"malformed decision: {str(exc).splitlines()[0]}")
             return
-        core = None
-        if decision.error is None and decision.action is not None:
-            core = Decision(decision.action, decision.confidence, decision.rationale)
-        self._loop.decision(decision.view_set_id, core, decision.records, decision.error)
+        self._loop.answer(answer)
 
     def _drop_goal(self) -> None:
         """Cancel the goal in flight (the decision node keeps a decision it completes anyway)."""
@@ -407,10 +400,8 @@ class RosOutputs(Outputs):
             self.node.get_logger().error(f"the world node refused the episode: {result.result.reason}")
 
     def ask(self, view_set: ViewSet, context: PromptContext, round: int) -> None:
-        msg: ViewSetMsg = view_set.payload
-        task = msg.task.model_copy(update={"round": round})
-        forward = msg.model_copy(update={"task": task, "context": asdict(context)})
-        goal = Decide.Goal(view_set=typed.view_set_to_ros(forward), context=typed.context_to_ros(forward.context),
+        forward = replace(view_set, task=replace(view_set.task, round=round), context=context)
+        goal = Decide.Goal(view_set=typed.view_set_to_ros(forward), context=typed.context_to_ros(context),
                            timeout_s=self.node._decision_timeout_s)
         self.node._ask(view_set.view_set_id, goal)
         self.node._goal_pub.publish(goal)  # what was asked, for bags (bag_eval re-decides from it): after
@@ -427,10 +418,10 @@ class RosOutputs(Outputs):
 
     def guidance(self, guidance: Guidance, view_set: ViewSet) -> None:
         stamp = convert.stamp_from_msg(self.node._now_msg())
-        self.node._guidance_pub.publish(typed.to_ros(convert.guidance_msg(guidance, view_set.payload, stamp)))
+        self.node._guidance_pub.publish(typed.to_ros(convert.guidance_msg(guidance, view_set, stamp)))
 
     def progress(self, progress: LiveProgress) -> None:
-        task = convert.task_from_episode(progress.episode, progress.seed, progress.run, progress.round)
+        task = EpisodeBrief.of(progress.episode, progress.seed, progress.run, progress.round)
         msg = EpisodeMsg(status=progress.status, task=task)
         traj = progress.trajectory
         if traj is not None:

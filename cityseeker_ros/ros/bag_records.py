@@ -8,30 +8,34 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
+from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.ros import typed  # message classes: plain Python, no rclpy
 from cityseeker_ros.ros.bag_storage import BagReader
 from cityseeker_ros.ros.bag_topics import DECIDE_GOAL, DECISIONS, STRING
-from cityseeker_ros.ros.schema import DecisionMsg, Record, ViewSetMsg, as_dict, parse
+from cityseeker_ros.ros.schema import as_dict, parse
+
+R = TypeVar("R")
 
 REDECIDE_FILE = "redecide.json"
 REDECISIONS_FILE = "redecisions.jsonl"
 
 
-def records(reader: BagReader, topic: str, model: type[Record]) -> Iterator[Record]:
-    """The records of a topic, in bag order: its cityseeker_interfaces messages (a view set also
-    from a recorded Decide goal, with the goal's prompt context), or the JSON in std_msgs/String
+def records(reader: BagReader, topic: str, model: type[R]) -> Iterator[R]:
+    """The records of a topic (a ViewSet, an Answer...), in bag order: its cityseeker_interfaces
+    messages (a view set also from a recorded Decide goal, with the goal's prompt context), or the
+    JSON in std_msgs/String
     of bags recorded before the typed interfaces. A malformed one names topic and time."""
     for message in reader.messages([topic]):
         msg = reader.decode(message)
         try:
             if message.msgtype == STRING:
                 yield parse(model, msg.data)
-            elif message.msgtype == DECIDE_GOAL and model is ViewSetMsg:
-                yield typed.record_from(ViewSetMsg, msg.view_set, msg.context)
+            elif message.msgtype == DECIDE_GOAL and model is ViewSet:
+                yield typed.record_from(ViewSet, msg.view_set, msg.context)
             else:
                 yield typed.record_from(model, msg)
         except ValueError as exc:  # pydantic's ValidationError included
@@ -39,11 +43,11 @@ def records(reader: BagReader, topic: str, model: type[Record]) -> Iterator[Reco
                               f"{model.__name__} ({str(exc).splitlines()[0]})") from None
 
 
-def recorded_decisions(reader: BagReader, topic: str = DECISIONS) -> dict[str, DecisionMsg]:
+def recorded_decisions(reader: BagReader, topic: str = DECISIONS) -> dict[str, Answer]:
     """view_set_id -> the decision the recorded run took for it."""
     if topic not in reader.topics:
         return {}
-    return {d.view_set_id: d for d in records(reader, topic, DecisionMsg)}
+    return {d.view_set_id: d for d in records(reader, topic, Answer)}
 
 
 @dataclass
@@ -78,7 +82,7 @@ class Redecision:
                 "per_episode": self.per_episode()}
 
 
-def decision_outcome(decision: Optional[DecisionMsg]) -> Optional[dict[str, Any]]:
+def decision_outcome(decision: Optional[Answer]) -> Optional[dict[str, Any]]:
     """What a decision compares by: its action, or its error."""
     if decision is None:
         return None

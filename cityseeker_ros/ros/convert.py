@@ -32,16 +32,13 @@ from nav_msgs.msg import Path
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix, NavSatStatus
 from std_msgs.msg import Header
 
-from cityseeker_ros.core.agents.policies.base import Decision
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_text
 from cityseeker_ros.core.loop.guidance import Guidance
-from cityseeker_ros.core.streets.directions import RelativeDirection
-from cityseeker_ros.core.tasks.environment import Observation, View
-from cityseeker_ros.core.tasks.episode import Episode
+from cityseeker_ros.core.loop.view_set import PANORAMA_FRAME, EpisodeBrief, PanoramaEntry, ViewSet
+from cityseeker_ros.core.tasks.environment import Observation
 from cityseeker_ros.core.vehicles.airsim.frames import compass_to_enu_yaw, quat_from_yaw
 from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
-from cityseeker_ros.ros.schema import DecisionMsg, PanoramaEntry, Task, ViewEntry, ViewSetMsg
 
 # The image_format parameter's values: raw Image, or CompressedImage by Pillow format.
 IMAGE_FORMATS = ("raw", "png", "jpeg")
@@ -65,40 +62,7 @@ def stamp_from_ns(ns: int) -> Stamp:
     return Stamp.from_ns(ns)
 
 
-# -- actions and decisions ---------------------------------------------------------------------
-
-def decision_to_msg(decision: Decision, view_set: ViewSetMsg, policy: str, latency_s: float) -> DecisionMsg:
-    return DecisionMsg(view_set_id=view_set.view_set_id, task=view_set.task, step=view_set.step,
-                       action=decision.action, confidence=decision.confidence,
-                       rationale=decision.rationale, policy=policy, latency_s=latency_s)
-
-
-def failed_decision_msg(error: str, view_set: ViewSetMsg, policy: str, latency_s: float) -> DecisionMsg:
-    return DecisionMsg(view_set_id=view_set.view_set_id, task=view_set.task, step=view_set.step,
-                       error=error, policy=policy, latency_s=latency_s)
-
-
-# -- episodes and observations -----------------------------------------------------------------
-
-def task_from_episode(episode: Episode, seed: int, run: int, round: int = 0) -> Task:
-    return Task(episode_id=episode.episode_id, city=episode.city, category=episode.category,
-                difficulty=episode.difficulty, instruction=episode.instruction, request=episode.request,
-                start=episode.start, seed=seed, round=round, run=run)
-
-
-def episode_from_task(task: Task) -> Episode:
-    """The episode as a non-privileged policy may see it: no target, no reference route."""
-    return Episode(episode_id=task.episode_id, city=task.city, category=task.category,
-                   difficulty=task.difficulty, instruction=task.instruction, request=task.request,
-                   start=task.start, target="", reference_path=())
-
-
-def view_frame_id(index: int) -> str:
-    return f"view_{index}"
-
-
-PANORAMA_FRAME = "panorama"  # header.frame_id of a view set's panorama on the images topic
-
+# -- observations ------------------------------------------------------------------------------
 
 class ReceivedPanorama:
     """Observation.panorama on the receiving side: the panorama that came with the view set,
@@ -118,36 +82,31 @@ class ReceivedPanorama:
         return "ReceivedPanorama()"
 
 
-def observation_to_view_set(obs: Observation, task: Task, view_set_id: str, stamp: Stamp,
-                            done: bool = False, panorama: Optional[np.ndarray] = None) -> ViewSetMsg:
+def observation_to_view_set(obs: Observation, task: EpisodeBrief, view_set_id: str, stamp: Stamp,
+                            done: bool = False, panorama: Optional[np.ndarray] = None) -> ViewSet:
     """The view set of an observation; views that carry an image name the frame it is sent in,
     and so does `panorama` (the node's panorama, sent on the same topic) when given."""
-    views = [ViewEntry(index=v.index, heading=v.heading, relative=v.relative.value,
-                       frame_id=view_frame_id(v.index) if v.image is not None else None) for v in obs.views]
-    entry = (PanoramaEntry(frame_id=PANORAMA_FRAME, width=int(panorama.shape[1]), height=int(panorama.shape[0]))
+    entry = (PanoramaEntry(PANORAMA_FRAME, int(panorama.shape[1]), int(panorama.shape[0]))
              if panorama is not None else None)
-    return ViewSetMsg(view_set_id=view_set_id, stamp=stamp, task=task, node=obs.node, lat=obs.lat, lon=obs.lon,
-                      facing=obs.facing, step=obs.step, steps_left=obs.steps_left, feedback=obs.feedback,
-                      views=views, done=done, panorama=entry)
+    return ViewSet.of_observation(obs, task, view_set_id, stamp, done, entry)
 
 
-def view_set_images(msg: ViewSetMsg, received: Mapping[str, ViewImageMsg]) -> dict[str, Any]:
+def view_set_images(view_set: ViewSet, received: Mapping[str, ViewImageMsg]) -> dict[str, Any]:
     """The images a policy gets, by frame id: the views decoded, the panorama left to decode on
     first use (view_set_to_observation wraps it in ReceivedPanorama)."""
-    pano = msg.panorama.frame_id if msg.panorama is not None else None
+    pano = view_set.panorama.frame_id if view_set.panorama is not None else None
     return {frame: image if frame == pano else image_from_msg(image) for frame, image in received.items()}
 
 
-def view_set_to_observation(msg: ViewSetMsg,
+def view_set_to_observation(view_set: ViewSet,
                             images: Optional[Mapping[str, Union[np.ndarray, ViewImageMsg]]] = None) -> Observation:
     """The observation a policy acts on; `images` by frame id (missing: no image). The panorama's
     may be an array or its still-encoded message."""
-    images = images or {}
-    views = tuple(View(v.index, v.heading, RelativeDirection(v.relative),
-                       images.get(v.frame_id) if v.frame_id is not None else None) for v in msg.views)
-    pano = images.get(msg.panorama.frame_id) if msg.panorama is not None else None
-    return Observation(msg.task.episode_id, msg.task.instruction, msg.node, msg.lat, msg.lon, msg.facing, views,
-                       msg.step, msg.steps_left, msg.feedback, ReceivedPanorama(pano) if pano is not None else None)
+    images = dict(images or {})
+    pano = view_set.panorama.frame_id if view_set.panorama is not None else None
+    if pano in images:
+        images[pano] = ReceivedPanorama(images[pano])
+    return view_set.to_observation(images)
 
 
 # -- images ------------------------------------------------------------------------------------
@@ -283,6 +242,6 @@ def diagnostic_status(name: str, level: str, message: str, values: Mapping[str, 
 
 # -- guidance ---------------------------------------------------------------------------------
 
-def guidance_msg(guidance: Guidance, view_set: ViewSetMsg, stamp: Stamp) -> Guidance:
+def guidance_msg(guidance: Guidance, view_set: ViewSet, stamp: Stamp) -> Guidance:
     """core.loop.guidance.Guidance stamped for the view set it answers (its text is the reason shown)."""
     return replace(guidance, view_set_id=view_set.view_set_id, episode_id=view_set.task.episode_id, stamp=stamp)

@@ -1,18 +1,21 @@
 """The JSON form of the records the nodes exchange, and the records that have no core type yet.
 
 On the wire each concept travels as its cityseeker_interfaces message and, in Python, as ONE
-type: a core dataclass where the core has the concept (core.tasks.environment.Action,
-core.vehicles.safety.commands.Goal/Velocity/Hold, core.loop.state_machine.SupervisorStatus,
-core.loop.guidance.Guidance, core.sensing.localisation.Localisation,
-core.vehicles.airsim.bridge.BridgeStatus, core.infra.stamp.Stamp), else a record below
+type: a core dataclass where the core has the concept (core.loop.view_set.ViewSet, Answer and
+EpisodeBrief, core.tasks.environment.Action, core.vehicles.safety.commands.Goal/Velocity/Hold,
+core.loop.state_machine.SupervisorStatus, core.loop.guidance.Guidance,
+core.sensing.localisation.Localisation, core.vehicles.airsim.bridge.BridgeStatus,
+core.infra.stamp.Stamp), else a record below
 (ros/typed.py converts, one function pair per concept). This module imports neither rclpy nor
 message packages: evaluators and bag tools use the records without ROS.
 
 JSON: run files, test reports and `as_dict` use the form given here; `to_json`/`parse` and each
 record's `kind` and `version` are also the JSON form of bags recorded before the typed
 interfaces (std_msgs/String), which bag/evaluate.py still reads. An action keeps its old form
-{"kind", "index", "back_to"} and a motion command {"type", ...fields}; core dataclasses are read
-and written by pydantic's TypeAdapter, which runs their own validation (__post_init__).
+{"kind", "index", "back_to"}, a motion command {"type", ...fields} and an Answer the flat form of
+a decision (its Decision's action, confidence and rationale beside view_set_id...); other core
+dataclasses are read and written by pydantic's TypeAdapter, which runs their own validation
+(__post_init__).
 """
 from __future__ import annotations
 
@@ -23,10 +26,12 @@ from typing import Annotated, Any, Literal, Optional, TypeVar, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, TypeAdapter, model_validator
 
+from cityseeker_ros.core.agents.policies.base import Decision
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_json, loads_json
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.state_machine import SupervisorStatus
+from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.localisation import Localisation
 from cityseeker_ros.core.tasks.environment import Action
 from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
@@ -108,11 +113,48 @@ R = TypeVar("R")
 
 # JSON `kind` of the core dataclasses that are records on their own.
 KINDS: dict[type, str] = {
+    ViewSet: "view_set",
+    Answer: "decision",
     SupervisorStatus: "supervisor_status",
     Guidance: "guidance",
     Localisation: "location",
     BridgeStatus: "safety",
 }
+
+
+
+
+def answer_as_dict(answer: Answer) -> dict[str, Any]:
+    """An answer in the JSON form of a decision: the policy's decision flattened into it."""
+    decision = answer.decision
+    return {"view_set_id": answer.view_set_id, "task": _adapter(EpisodeBrief).dump_python(answer.task, mode="json"),
+            "step": answer.step, "action": action_as_dict(decision.action) if decision is not None else None,
+            "confidence": decision.confidence if decision is not None else None,
+            "rationale": decision.rationale if decision is not None else "", "error": answer.error,
+            "policy": answer.policy, "latency_s": answer.latency_s, "records": list(answer.records)}
+
+
+_ANSWER_KEYS = {"view_set_id", "task", "step", "action", "confidence", "rationale", "error", "policy", "latency_s",
+                "records"}
+
+
+def answer_from_dict(data: dict[str, Any]) -> Answer:
+    """An Answer from the JSON form of a decision (answer_as_dict's)."""
+    extra = set(data) - _ANSWER_KEYS
+    if extra:
+        raise ValueError(f"Answer: extra fields not permitted: {', '.join(sorted(extra))}")
+    data = dict(data)
+    action, confidence, rationale = data.pop("action", None), data.pop("confidence", None), data.pop("rationale", "")
+    decision = None
+    if action is not None:
+        decision = _adapter(Decision).validate_python({"action": action_from_dict(action), "confidence": confidence,
+                                                       "rationale": rationale})
+    return _adapter(Answer).validate_python({**data, "decision": decision})
+
+
+# JSON forms of the core dataclasses that TypeAdapter would not write as the records always were.
+_AS_DICT = {Answer: answer_as_dict}
+_FROM_DICT = {Answer: answer_from_dict}
 
 
 @cache
@@ -130,6 +172,8 @@ def _validate(model: type[R], data: Any) -> R:
         raise ValueError(f"kind must be {KINDS.get(model)!r}, got {kind!r}")
     if data.pop("version", VERSION) != VERSION:
         raise ValueError(f"version must be {VERSION}")
+    if model in _FROM_DICT:
+        return _FROM_DICT[model](data)
     extra = set(data) - {f.name for f in dataclasses.fields(model)}
     if extra:
         raise ValueError(f"{model.__name__}: extra fields not permitted: {', '.join(sorted(extra))}")
@@ -157,7 +201,8 @@ def as_dict(record: Any) -> dict[str, Any]:
         return action_as_dict(record)
     if isinstance(record, (Goal, Velocity, Hold)):
         return command_as_dict(record)
-    body = _adapter(type(record)).dump_python(record, mode="json")
+    encode = _AS_DICT.get(type(record))
+    body = encode(record) if encode is not None else _adapter(type(record)).dump_python(record, mode="json")
     kind = KINDS.get(type(record))
     return {"version": VERSION, "kind": kind, **body} if kind is not None else body
 
@@ -171,103 +216,6 @@ def to_json(record: Any) -> str:
         except ValueError:  # PydanticSerializationError: text that UTF-8 cannot encode
             pass
     return json.dumps(clean_json(as_dict(record)), ensure_ascii=False, separators=(",", ":"))
-
-
-class Task(BaseModel):
-    """What an agent may know about its episode (no target, no reference route), and the key
-    of one run of it: a decision node resets its policy whenever this key changes."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    episode_id: str
-    city: str
-    category: str
-    difficulty: str
-    instruction: str
-    request: str
-    start: str
-    seed: int  # with episode_id and round, seeds the policy's random stream (episode_rng)
-    round: int = 0
-    run: int  # the replay node's counter: restarting the same episode is a new run
-
-    def key(self) -> tuple[str, int, int, int]:
-        return self.episode_id, self.seed, self.round, self.run
-
-
-class ViewEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    index: int
-    heading: float  # absolute, degrees clockwise from north
-    relative: str  # core.streets.directions.RelativeDirection value, relative to `facing`
-    # header.frame_id of this view's image on the images topic (stamped with the view set's
-    # stamp); None: the view set carries no image for it
-    frame_id: Optional[str] = None
-
-
-class PanoramaEntry(BaseModel):
-    """The node's panorama (core ViewSource.panorama_view): equirectangular, width = 2 x height,
-    its centre column looking along the view set's `facing`. Sent on the images topic like a view."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    frame_id: str  # header.frame_id of its image (stamped with the view set's stamp)
-    width: int = Field(gt=0)
-    height: int = Field(gt=0)
-
-
-class ViewSetMsg(Record):
-    """The observation at the current node: one entry per walkable heading. The images come
-    separately as sensor_msgs/CompressedImage, matched by (stamp, frame_id)."""
-
-    kind: Literal["view_set"] = "view_set"
-    view_set_id: str  # opaque and unique; an action answers exactly one view set
-    stamp: StampJson
-    task: Task
-    node: str
-    lat: float
-    lon: float
-    facing: float  # direction of travel, degrees clockwise from north
-    step: int
-    steps_left: int
-    feedback: Optional[str] = None  # why the previous action was rejected
-    views: list[ViewEntry] = Field(default_factory=list)
-    done: bool = False  # the episode has ended: nothing to decide
-    # The supervisor's BCR prompt slots (core PromptContext: backtrack, surroundings, history);
-    # set only on the view sets the supervisor forwards to the decision node.
-    context: Optional[dict[str, Optional[str]]] = None
-    # The node's panorama, for the VLM's stop prompt; None: the world node sends none (its view
-    # source has none, or its `panorama` parameter is off) and the stop prompt shows the views.
-    panorama: Optional[PanoramaEntry] = None
-
-    def image_frames(self) -> list[str]:
-        """Every image this view set carries: the views', then the panorama's."""
-        frames = [v.frame_id for v in self.views if v.frame_id is not None]
-        return frames + [self.panorama.frame_id] if self.panorama is not None else frames
-
-
-class DecisionMsg(Record):
-    """A policy's answer to one view set. Exactly one of `action` and `error` is set."""
-
-    kind: Literal["decision"] = "decision"
-    view_set_id: str
-    task: Task
-    step: int
-    action: Optional[ActionJson] = None
-    confidence: Optional[float] = None
-    rationale: str = ""
-    error: Optional[str] = None  # the policy or its backend failed: the episode ends with `error`
-    policy: str
-    latency_s: float  # decision time on the worker, images decoded included
-    # The policy's own per-decision log (prompt hash, raw reply...: Policy.step_records) for
-    # this decision, so an evaluator writes the same "decisions" as an in-process run.
-    records: list[dict[str, Any]] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _one_outcome(self) -> DecisionMsg:
-        if (self.action is None) == (self.error is None):
-            raise ValueError("a decision carries either an action or an error")
-        return self
 
 
 class ActionMsg(Record):
@@ -301,7 +249,7 @@ class EpisodeMsg(Record):
 
     kind: Literal["episode"] = "episode"
     status: Literal["idle", "running", "ended"]
-    task: Optional[Task] = None
+    task: Optional[EpisodeBrief] = None
     path: list[str] = Field(default_factory=list)
     # per step: the view index moved along, None for stop, "back" for a retraced hop
     actions: list[Union[int, None, Literal["back"]]] = Field(default_factory=list)

@@ -1,6 +1,7 @@
 """cityseeker_interfaces messages <-> their one Python type, as pure functions: the one place
 the wire types meet the types the nodes, bag tools and tests work with. That type is a core
-dataclass (core.tasks.environment.Action, core.vehicles.safety.commands.Goal/Velocity/Hold,
+dataclass (core.loop.view_set.ViewSet and Answer, core.tasks.environment.Action,
+core.vehicles.safety.commands.Goal/Velocity/Hold,
 core.loop.state_machine.SupervisorStatus, core.loop.guidance.Guidance,
 core.sensing.localisation.Localisation, core.vehicles.airsim.bridge.BridgeStatus) or, where
 the core has no such concept, a record of ros.schema; one to_ros/from_ros pair per concept.
@@ -27,27 +28,18 @@ from pydantic import ValidationError
 from std_msgs.msg import Header
 
 from cityseeker_interfaces import msg as ci
+from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_json, clean_text, loads_json
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.state_machine import SupervisorStatus
+from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, PanoramaEntry, ViewEntry, ViewSet
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import Action
 from cityseeker_ros.core.vehicles.airsim.bridge import LINK_ERROR, BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Velocity
-from cityseeker_ros.ros.schema import (
-    ActionMsg,
-    CommandMsg,
-    DecisionMsg,
-    EpisodeMsg,
-    MapOrigin,
-    OutcomeMsg,
-    PanoramaEntry,
-    Task,
-    ViewEntry,
-    ViewSetMsg,
-)
+from cityseeker_ros.ros.schema import ActionMsg, CommandMsg, EpisodeMsg, MapOrigin, OutcomeMsg
 
 # -- scalars -----------------------------------------------------------------------------------
 
@@ -96,15 +88,15 @@ def _metrics(values: Optional[Mapping[str, Any]]) -> list[ci.Metric]:
 # -- tasks and actions -------------------------------------------------------------------------
 
 
-def task_to_ros(task: Task) -> ci.Task:
+def task_to_ros(task: EpisodeBrief) -> ci.Task:
     return ci.Task(episode_id=_text(task.episode_id), city=_text(task.city), category=_text(task.category),
                    difficulty=_text(task.difficulty), instruction=_text(task.instruction),
                    request=_text(task.request), start=_text(task.start), seed=int(task.seed),
                    round=int(task.round), run=int(task.run))
 
 
-def task_from_ros(msg: ci.Task) -> Task:
-    return Task(episode_id=msg.episode_id, city=msg.city, category=msg.category, difficulty=msg.difficulty,
+def task_from_ros(msg: ci.Task) -> EpisodeBrief:
+    return EpisodeBrief(episode_id=msg.episode_id, city=msg.city, category=msg.category, difficulty=msg.difficulty,
                 instruction=msg.instruction, request=msg.request, start=msg.start, seed=msg.seed,
                 round=msg.round, run=msg.run)
 
@@ -137,17 +129,17 @@ def action_from_ros(msg: ci.AgentAction) -> Action:
 CONTEXT_FIELDS = ("backtrack", "surroundings", "history", "feedback")
 
 
-def context_to_ros(context: Optional[Mapping[str, Optional[str]]]) -> ci.PromptContext:
-    context = context or {}
-    return ci.PromptContext(**{k: _text(context.get(k)) for k in CONTEXT_FIELDS})
+def context_to_ros(context: Optional[PromptContext]) -> ci.PromptContext:
+    context = context or PromptContext()
+    return ci.PromptContext(**{k: _text(getattr(context, k)) for k in CONTEXT_FIELDS})
 
 
-def context_from_ros(msg: ci.PromptContext) -> dict[str, Optional[str]]:
-    """The core PromptContext's fields (None where the message is empty)."""
-    return {k: text_or_none(getattr(msg, k)) for k in CONTEXT_FIELDS}
+def context_from_ros(msg: ci.PromptContext) -> PromptContext:
+    """None where the message is empty."""
+    return PromptContext(**{k: text_or_none(getattr(msg, k)) for k in CONTEXT_FIELDS})
 
 
-def view_set_to_ros(view_set: ViewSetMsg) -> ci.ViewSet:
+def view_set_to_ros(view_set: ViewSet) -> ci.ViewSet:
     """The view set without images (they travel on the images topic, matched by stamp and
     frame id); its `context` travels beside it (Decide goals), not in it."""
     views = [ci.View(index=v.index, heading_deg=float(v.heading), relative=v.relative, frame_id=v.frame_id or "")
@@ -164,37 +156,35 @@ def view_set_to_ros(view_set: ViewSetMsg) -> ci.ViewSet:
     return msg
 
 
-def view_set_from_ros(msg: ci.ViewSet, context: Optional[ci.PromptContext] = None) -> ViewSetMsg:
-    """ValueError (pydantic's) when a field is out of range."""
-    views = [ViewEntry(index=v.index, heading=v.heading_deg, relative=v.relative, frame_id=text_or_none(v.frame_id))
-             for v in msg.views]
-    panorama = (PanoramaEntry(frame_id=msg.panorama.frame_id, width=msg.panorama.width, height=msg.panorama.height)
+def view_set_from_ros(msg: ci.ViewSet, context: Optional[ci.PromptContext] = None) -> ViewSet:
+    """ValueError when a field is out of range."""
+    views = tuple(ViewEntry(int(v.index), float(v.heading_deg), v.relative, text_or_none(v.frame_id))
+                  for v in msg.views)
+    panorama = (PanoramaEntry(msg.panorama.frame_id, int(msg.panorama.width), int(msg.panorama.height))
                 if msg.has_panorama else None)
-    return ViewSetMsg(view_set_id=msg.view_set_id, stamp=_stamp(msg.header.stamp), task=task_from_ros(msg.task),
-                      node=msg.node, lat=msg.position.latitude, lon=msg.position.longitude, facing=msg.facing_deg,
-                      step=msg.step, steps_left=msg.steps_left, feedback=text_or_none(msg.feedback), views=views,
-                      done=msg.done, panorama=panorama,
-                      context=context_from_ros(context) if context is not None else None)
+    return ViewSet(msg.view_set_id, _stamp(msg.header.stamp), task_from_ros(msg.task), msg.node,
+                   float(msg.position.latitude), float(msg.position.longitude), float(msg.facing_deg), int(msg.step),
+                   int(msg.steps_left), text_or_none(msg.feedback), views, bool(msg.done),
+                   context_from_ros(context) if context is not None else None, panorama)
 
 
-def decision_to_ros(decision: DecisionMsg) -> ci.Decision:
-    return ci.Decision(view_set_id=decision.view_set_id, task=task_to_ros(decision.task), step=decision.step,
-                       ok=decision.error is None, action=action_to_ros(decision.action), error=_text(decision.error),
-                       confidence=nan_or(decision.confidence), rationale=_text(decision.rationale),
-                       policy=_text(decision.policy), latency_s=float(decision.latency_s),
-                       records_json=_json(decision.records))
+def decision_to_ros(answer: Answer) -> ci.Decision:
+    decision = answer.decision
+    return ci.Decision(view_set_id=answer.view_set_id, task=task_to_ros(answer.task), step=answer.step,
+                       ok=decision is not None, action=action_to_ros(decision.action if decision else None),
+                       error=_text(answer.error), confidence=nan_or(decision.confidence if decision else None),
+                       rationale=_text(decision.rationale if decision else ""), policy=_text(answer.policy),
+                       latency_s=float(answer.latency_s), records_json=_json(answer.records))
 
 
-def decision_from_ros(msg: ci.Decision) -> DecisionMsg:
+def decision_from_ros(msg: ci.Decision) -> Answer:
     """ValueError when the action is inconsistent or records_json is not a JSON array of objects."""
     records = loads_json(msg.records_json) if msg.records_json else []
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise ValueError("Decision.records_json must be a JSON array of objects")
-    return DecisionMsg(view_set_id=msg.view_set_id, task=task_from_ros(msg.task), step=msg.step,
-                       action=action_from_ros(msg.action) if msg.ok else None,
-                       error=None if msg.ok else (msg.error or "the decision carried no action"),
-                       confidence=or_none(msg.confidence), rationale=msg.rationale, policy=msg.policy,
-                       latency_s=msg.latency_s, records=records)
+    decision = Decision(action_from_ros(msg.action), or_none(msg.confidence), msg.rationale) if msg.ok else None
+    return Answer(msg.view_set_id, task_from_ros(msg.task), int(msg.step), msg.policy, float(msg.latency_s),
+                  decision, None if msg.ok else (msg.error or "the decision carried no action"), records)
 
 
 def world_action_to_ros(action: ActionMsg) -> ci.WorldAction:
@@ -402,8 +392,8 @@ def safety_from_ros(msg: ci.SafetyStatus) -> BridgeStatus:
 
 # Python type -> (message class, to_ros, from_ros): the one conversion pair of each wire concept.
 WIRE: dict[type, tuple[type, Callable[..., Any], Callable[[Any], Any]]] = {
-    ViewSetMsg: (ci.ViewSet, view_set_to_ros, view_set_from_ros),
-    DecisionMsg: (ci.Decision, decision_to_ros, decision_from_ros),
+    ViewSet: (ci.ViewSet, view_set_to_ros, view_set_from_ros),
+    Answer: (ci.Decision, decision_to_ros, decision_from_ros),
     ActionMsg: (ci.WorldAction, world_action_to_ros, world_action_from_ros),
     EpisodeMsg: (ci.Episode, episode_to_ros, episode_from_ros),
     OutcomeMsg: (ci.Outcome, outcome_to_ros, outcome_from_ros),

@@ -15,9 +15,10 @@ from cityseeker_ros.core.agents.policies import make_policy
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.episode_run import run_episode
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.loop.view_set import EpisodeBrief
 from cityseeker_ros.ros import typed
 from cityseeker_ros.ros.bag_storage import BagReader, BagWriter, QosOffer
-from cityseeker_ros.ros.schema import EpisodeMsg, Task
+from cityseeker_ros.ros.schema import EpisodeMsg
 
 EPISODE_TOPIC = "/streetview_replay/episode"
 
@@ -92,9 +93,9 @@ def episode_bag(path, tiny_city, runs, tamper=None, legacy=False):
         for n, (index, seed) in enumerate(runs, start=1):
             episode = world.episodes[index]
             rec = run_episode(world, episode, make_policy("random"), seed)
-            task = Task(episode_id=episode.episode_id, city=episode.city, category=episode.category,
-                        difficulty=episode.difficulty, instruction=episode.instruction, request=episode.request,
-                        start=episode.start, seed=seed, run=n)
+            task = EpisodeBrief(episode_id=episode.episode_id, city=episode.city, category=episode.category,
+                                difficulty=episode.difficulty, instruction=episode.instruction,
+                                request=episode.request, start=episode.start, seed=seed, run=n)
             metrics = dict(rec["metrics"], **(tamper or {}))
             running = EpisodeMsg(status="running", task=task, path=rec["path"][:1])
             ended = EpisodeMsg(status="ended", task=task, path=rec["path"], actions=rec["actions"],
@@ -141,13 +142,14 @@ def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path
     recorded policy agrees everywhere, and the view sets come back with their context."""
     from cityseeker_interfaces.action import Decide
     from cityseeker_ros.bag.evaluate import redecide
+    from cityseeker_ros.core.agents.policies.base import PromptContext
     from cityseeker_ros.core.evaluation.episode_run import episode_rng
     from cityseeker_ros.core.infra.stamp import Stamp
+    from cityseeker_ros.core.loop.view_set import Answer, ViewSet
     from cityseeker_ros.core.tasks.environment import Environment
     from cityseeker_ros.ros import convert
     from cityseeker_ros.ros.bag_records import records
     from cityseeker_ros.ros.bag_topics import DECIDE_GOAL, DECISION, DECISIONS, SUPERVISOR_VIEWS
-    from cityseeker_ros.ros.schema import ViewSetMsg
 
     world = load_dataset(tiny_city)[0]
     episode = world.episodes[0]
@@ -158,19 +160,19 @@ def test_redecide_reads_the_supervisors_decide_goals_with_their_context(tmp_path
         writer.add_topic(SUPERVISOR_VIEWS, DECIDE_GOAL)
         writer.add_topic(DECISIONS, DECISION)
         while not env.done and steps < 5:
-            task = convert.task_from_episode(episode, seed=0, run=1)
+            task = EpisodeBrief.of(episode, seed=0, run=1)
             view_set = convert.observation_to_view_set(obs, task, f"vs{steps}", Stamp(sec=steps, nanosec=0))
-            context = {"backtrack": None, "surroundings": None, "history": f"step {steps}", "feedback": None}
+            context = PromptContext(history=f"step {steps}")
             goal = Decide.Goal(view_set=typed.view_set_to_ros(view_set), context=typed.context_to_ros(context))
             decision = policy.decide(obs)
-            answer = convert.decision_to_msg(decision, view_set, "forward", 0.001)
+            answer = Answer.of(view_set, decision, "forward", 0.001)
             writer.write(SUPERVISOR_VIEWS, 10 * steps, serialize_message(goal))
             writer.write(DECISIONS, 10 * steps + 1, serialize_message(typed.to_ros(answer)))
             obs = env.step(decision.action).observation
             steps += 1
     with BagReader(tmp_path / "supervised") as reader:
-        read = list(records(reader, SUPERVISOR_VIEWS, ViewSetMsg))
-    assert [v.context["history"] for v in read] == [f"step {i}" for i in range(steps)]
+        read = list(records(reader, SUPERVISOR_VIEWS, ViewSet))
+    assert [v.context.history for v in read] == [f"step {i}" for i in range(steps)]
     report = redecide(tmp_path / "supervised", "forward").report()
     assert report["views_topic"] == SUPERVISOR_VIEWS
     assert report["compared"] == steps > 0 and report["agreement"] == 1.0, report

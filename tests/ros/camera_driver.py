@@ -5,7 +5,7 @@ an EpisodeMsg on /test/episode once camera_ingest is up, and records what graph_
 camera_ingest publish (locations, view sets, decoded images, diagnostics) as JSON. Everything
 runs in this main loop (spin_once), never in a callback.
 
-PLAN.json: {"fixes": [[lat, lon, wait], ...], "off_graph": [lat, lon], "task": {Task fields},
+PLAN.json: {"fixes": [[lat, lon, wait], ...], "off_graph": [lat, lon], "task": {EpisodeBrief fields},
             "period_s": 0.05, "timeout_s": 60}
 A fix whose `wait` names a node is repeated until a view set for that node arrives, as a
 vehicle would wait at a corner for a decision; so a loaded machine cannot drive past a node
@@ -27,9 +27,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import CompressedImage, Image, NavSatFix
 
 from cityseeker_ros.core.infra.stamp import Stamp
+from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.localisation import Localisation
 from cityseeker_ros.ros import convert, qos, typed
-from cityseeker_ros.ros.schema import EpisodeMsg, Task, ViewSetMsg
+from cityseeker_ros.ros.schema import EpisodeMsg
 
 LOCALISER, CAMERA = "/graph_localiser", "/camera_ingest"
 
@@ -44,7 +45,7 @@ class CameraDriver(Node):
         self.fix_pub = self.create_publisher(NavSatFix, "/test/fix", qos.STATE)
         self.episode_pub = self.create_publisher(typed.msg_type(EpisodeMsg), "/test/episode", qos.STATE)
         self.create_subscription(typed.msg_type(Localisation), f"{LOCALISER}/location", self._on_location, qos.STATE)
-        self.create_subscription(typed.msg_type(ViewSetMsg), f"{CAMERA}/views", self._on_views, qos.STATE)
+        self.create_subscription(typed.msg_type(ViewSet), f"{CAMERA}/views", self._on_views, qos.STATE)
         for image_format in ("raw", "png"):  # whichever image_format camera_ingest sends
             self.create_subscription(convert.image_message_type(image_format),
                                      convert.image_topic(f"{CAMERA}/images", image_format), self._on_image,
@@ -110,7 +111,7 @@ def main() -> None:
         node.spin_until(lambda: False, 1.0)
         report["view_sets_before_episode"] = len(node.view_sets)
         report["camera_waiting"] = node.diag(CAMERA, "camera")[-1] if node.diag(CAMERA, "camera") else None
-        task = Task(**plan["task"])
+        task = EpisodeBrief(**plan["task"])
         node.episode_pub.publish(typed.to_ros(EpisodeMsg(status="running", task=task)))
         report["episode_seen"] = node.spin_until(
             lambda: any(m.startswith("running") for _, m in node.diag(CAMERA, "camera")), timeout)

@@ -45,8 +45,9 @@ from sensor_msgs.msg import CompressedImage, Image
 from std_srvs.srv import Trigger
 
 from cityseeker_interfaces.action import Decide
+from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.ros import convert, qos, typed
-from cityseeker_ros.ros.schema import ActionMsg, DecisionMsg, EpisodeMsg, ViewSetMsg, as_dict
+from cityseeker_ros.ros.schema import ActionMsg, EpisodeMsg, as_dict
 
 TRANSITIONS = {"configure": Transition.TRANSITION_CONFIGURE, "activate": Transition.TRANSITION_ACTIVATE,
                "deactivate": Transition.TRANSITION_DEACTIVATE, "cleanup": Transition.TRANSITION_CLEANUP}
@@ -57,15 +58,15 @@ class EpisodeDriver(Node):
     def __init__(self, replay: str, decision: str) -> None:
         super().__init__("episode_driver")
         self.episode: EpisodeMsg | None = None
-        self.view_set: ViewSetMsg | None = None
-        self.view_sets: dict[str, ViewSetMsg] = {}
-        self.decisions: dict[str, DecisionMsg] = {}
+        self.view_set: ViewSet | None = None
+        self.view_sets: dict[str, ViewSet] = {}
+        self.decisions: dict[str, Answer] = {}
         self.images: dict[tuple[int, int, str], str] = {}  # (sec, nanosec, frame) -> sha256 of the RGB pixels
         self.image_formats: dict[tuple[int, int, str], str] = {}  # the same keys -> convert.wire_format
         self.max_run = 0  # the newest run seen on any topic
         self.lost_replies = 0  # service replies that never came (the request was repeated)
         self.create_subscription(typed.msg_type(EpisodeMsg), f"{replay}/episode", self._on_episode, qos.STATE)
-        self.create_subscription(typed.msg_type(ViewSetMsg), f"{replay}/views", self._on_views, qos.STATE)
+        self.create_subscription(typed.msg_type(ViewSet), f"{replay}/views", self._on_views, qos.STATE)
         for image_format in ("raw", "png"):  # whichever image_format the world node sends
             self.create_subscription(convert.image_message_type(image_format),
                                      convert.image_topic(f"{replay}/images", image_format), self._on_image,
@@ -95,7 +96,7 @@ class EpisodeDriver(Node):
         key = (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id)
         self.images[key], self.image_formats[key] = digest, convert.wire_format(msg)
 
-    def ask(self, view_set: ViewSetMsg) -> None:
+    def ask(self, view_set: ViewSet) -> None:
         """A Decide goal for `view_set` unless one is in flight or answered; a rejected goal (the
         node unconfigured) is forgotten, so the next call sends it again."""
         if view_set.view_set_id in self.asked or not self.decide.server_is_ready():

@@ -13,14 +13,13 @@ from pydantic import ValidationError
 
 from cityseeker_ros.core.agents.policies.base import Decision
 from cityseeker_ros.core.infra.stamp import Stamp
+from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, ViewSet
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import STOP, Environment, Observation, View, move, retrace
 from cityseeker_ros.ros import convert, parameters, typed
 from cityseeker_ros.ros.schema import (
     ActionMsg,
-    DecisionMsg,
     EpisodeMsg,
-    ViewSetMsg,
     action_from_dict,
     as_dict,
     parse,
@@ -42,7 +41,7 @@ def test_view_set_round_trips_an_observation_exactly(tiny_world):
     env = Environment(tiny_world)
     obs = env.reset(tiny_world.episodes[0])
     obs = env.step(move(0)).observation  # at B, facing east: three views
-    task = convert.task_from_episode(tiny_world.episodes[0], seed=4, run=2)
+    task = EpisodeBrief.of(tiny_world.episodes[0], seed=4, run=2)
     msg = convert.observation_to_view_set(obs, task, "vs-1", STAMP)
     back = typed.from_ros(typed.to_ros(msg))  # what crosses DDS: cityseeker_interfaces/ViewSet
     assert back == msg and back.task.key() == ("tinytown-0", 4, 0, 2)
@@ -53,8 +52,8 @@ def test_view_set_round_trips_an_observation_exactly(tiny_world):
 def test_awkward_floats_survive_json():
     view = View(0, 359.99999999999994, RelativeDirection.FRONT)
     obs = Observation("e", "go", "n", 22.281234567891234, 114.15876543210987, 1e-300, (view,), 3, 32, "retry")
-    task = convert.task_from_episode(_episode(), 0, 1)
-    back = convert.view_set_to_observation(parse(ViewSetMsg, convert.observation_to_view_set(
+    task = EpisodeBrief.of(_episode(), 0, 1)
+    back = convert.view_set_to_observation(parse(ViewSet, convert.observation_to_view_set(
         obs, task, "x", STAMP).to_json()))
     assert back == Observation("ep", "go", "n", obs.lat, obs.lon, obs.facing, (view,), 3, 32, "retry")
 
@@ -70,7 +69,7 @@ def test_views_with_images_name_their_frames_and_get_them_back():
     obs = Observation("e", "i", "n", 0.0, 0.0, 90.0,
                       (View(0, 90.0, RelativeDirection.FRONT, img0), View(1, 180.0, RelativeDirection.RIGHT),
                        View(2, 0.0, RelativeDirection.LEFT, img2)), 0, 35)
-    msg = convert.observation_to_view_set(obs, convert.task_from_episode(_episode(), 0, 1), "v", STAMP)
+    msg = convert.observation_to_view_set(obs, EpisodeBrief.of(_episode(), 0, 1), "v", STAMP)
     assert msg.image_frames() == ["view_0", "view_2"] and msg.views[1].frame_id is None
     back = convert.view_set_to_observation(msg, {"view_0": img0, "view_2": img2})
     assert back.views[0].image is img0 and back.views[1].image is None and back.views[2].image is img2
@@ -79,7 +78,7 @@ def test_views_with_images_name_their_frames_and_get_them_back():
 def test_a_panorama_travels_as_one_more_frame_and_decodes_only_when_shown(monkeypatch):
     view, pano = red_image(), red_image(16, 32)
     obs = Observation("e", "i", "n", 0.0, 0.0, 90.0, (View(0, 90.0, RelativeDirection.FRONT, view),), 0, 35)
-    task = convert.task_from_episode(_episode(), 0, 1)
+    task = EpisodeBrief.of(_episode(), 0, 1)
     msg = typed.from_ros(typed.to_ros(convert.observation_to_view_set(obs, task, "v", STAMP, panorama=pano)))
     assert as_dict(msg)["panorama"] == {"frame_id": "panorama", "width": 32, "height": 16}
     assert msg.image_frames() == ["view_0", "panorama"]
@@ -95,7 +94,7 @@ def test_a_panorama_travels_as_one_more_frame_and_decodes_only_when_shown(monkey
     plain = convert.observation_to_view_set(obs, task, "v", STAMP)
     assert plain.panorama is None and plain.image_frames() == ["view_0"]
     old = {k: v for k, v in as_dict(plain).items() if k != "panorama"}
-    assert convert.view_set_to_observation(ViewSetMsg.model_validate(old), {"view_0": view}).panorama is None
+    assert convert.view_set_to_observation(parse(ViewSet, json.dumps(old)), {"view_0": view}).panorama is None
 
 
 def test_png_is_lossless_and_jpeg_keeps_rgb_order():
@@ -201,16 +200,19 @@ def test_inconsistent_actions_are_rejected(bad):
 
 
 def test_decision_and_action_records_carry_one_outcome():
-    task = convert.task_from_episode(_episode(), 1, 1)
-    view_set = ViewSetMsg(view_set_id="v", stamp=STAMP, task=task, node="n", lat=0, lon=0, facing=0, step=2,
+    task = EpisodeBrief.of(_episode(), 1, 1)
+    view_set = ViewSet(view_set_id="v", stamp=STAMP, task=task, node="n", lat=0, lon=0, facing=0, step=2,
                           steps_left=33)
-    msg = convert.decision_to_msg(Decision(move(1), 0.8, "a cafe sign"), view_set, "vlm", 0.5)
-    assert as_dict(parse(DecisionMsg, msg.to_json()))["action"] == {"kind": "move", "index": 1, "back_to": None}
-    assert (msg.confidence, msg.rationale, msg.step, msg.view_set_id) == (0.8, "a cafe sign", 2, "v")
-    failed = convert.failed_decision_msg("BackendError: down", view_set, "vlm", 0.1)
+    msg = Answer.of(view_set, Decision(move(1), 0.8, "a cafe sign"), "vlm", 0.5)
+    assert as_dict(parse(Answer, to_json(msg)))["action"] == {"kind": "move", "index": 1, "back_to": None}
+    assert parse(Answer, to_json(msg)) == msg
+    assert (msg.decision.confidence, msg.decision.rationale, msg.step, msg.view_set_id) == (0.8, "a cafe sign", 2, "v")
+    failed = Answer.failed(view_set, "BackendError: down", "vlm", 0.1)
     assert failed.action is None and failed.error == "BackendError: down"
-    with pytest.raises(ValidationError):
-        DecisionMsg(view_set_id="v", task=task, step=0, policy="p", latency_s=0.0)
+    with pytest.raises(ValueError, match="either an action or an error"):
+        Answer(view_set_id="v", task=task, step=0, policy="p", latency_s=0.0)
+    with pytest.raises(ValueError, match="either an action or an error"):
+        parse(Answer, to_json(failed).replace('"error":"BackendError: down"', '"error":null'))
     with pytest.raises(ValidationError):
         ActionMsg(view_set_id="v", action=STOP, error="both")
     with pytest.raises(ValidationError):
@@ -219,9 +221,9 @@ def test_decision_and_action_records_carry_one_outcome():
 
 def test_task_hides_the_target_from_non_privileged_policies():
     episode = _episode()
-    task = convert.task_from_episode(episode, seed=3, run=7, round=1)
-    assert "target" not in task.model_dump()
-    seen = convert.episode_from_task(task)
+    task = EpisodeBrief.of(episode, seed=3, run=7, round=1)
+    assert "target" not in as_dict(task)
+    seen = task.episode()
     assert (seen.episode_id, seen.instruction, seen.request, seen.start) == ("ep", "go", "cafe", "n")
     assert seen.target == "" and seen.reference_path == ()
 
@@ -272,3 +274,32 @@ def test_the_default_image_format_has_one_source():
     msg = convert.image_to_msg(red_image(), STAMP, "view_0")
     assert convert.wire_format(msg) == convert.wire_format(
         convert.image_to_msg(red_image(), STAMP, "view_0", parameters.VIEW_IMAGE_FORMAT))
+
+
+LEGACY_TASK = ('{"episode_id":"ep","city":"town","category":"Basic POI","difficulty":"easy","instruction":"go",'
+               '"request":"cafe","start":"n","seed":1,"round":0,"run":1}')
+
+
+def test_view_sets_and_decisions_of_bags_recorded_as_json_still_read():
+    """std_msgs/String JSON of bags from before the typed interfaces, as the pydantic records wrote it."""
+    view_set = parse(ViewSet, '{"version":1,"kind":"view_set","view_set_id":"v","stamp":{"sec":3,"nanosec":4},'
+                              f'"task":{LEGACY_TASK},"node":"n","lat":1.5,"lon":2.5,"facing":90.0,"step":2,'
+                              '"steps_left":33,"feedback":null,"views":[{"index":0,"heading":90.0,"relative":"front",'
+                              '"frame_id":"view_0"}],"done":false,"context":{"backtrack":null,"surroundings":null,'
+                              '"history":"n0 -> n","feedback":null},"panorama":{"frame_id":"panorama","width":8,'
+                              '"height":4}}')
+    assert view_set.task.key() == ("ep", 1, 0, 1) and view_set.context.history == "n0 -> n"
+    assert view_set.image_frames() == ["view_0", "panorama"] and view_set.stamp == Stamp(3, 4)
+    assert parse(ViewSet, to_json(view_set)) == view_set
+    answer = parse(Answer, '{"version":1,"kind":"decision","view_set_id":"v",'
+                           f'"task":{LEGACY_TASK},"step":2,"action":{{"kind":"move","index":0,"back_to":null}},'
+                           '"confidence":0.5,"rationale":"a sign","error":null,"policy":"vlm","latency_s":0.25,'
+                           '"records":[{"raw":"A"}]}')
+    assert answer.decision == Decision(move(0), 0.5, "a sign") and answer.records == [{"raw": "A"}]
+    assert json.loads(to_json(answer))["action"] == {"kind": "move", "index": 0, "back_to": None}
+    failed = parse(Answer, '{"version":1,"kind":"decision","view_set_id":"v",'
+                           f'"task":{LEGACY_TASK},"step":2,"action":null,"confidence":null,"rationale":"",'
+                           '"error":"TimeoutError","policy":"vlm","latency_s":30.0,"records":[]}')
+    assert failed.decision is None and failed.error == "TimeoutError"
+    with pytest.raises(ValueError, match="kind"):
+        parse(Answer, to_json(view_set))

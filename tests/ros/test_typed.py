@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import array
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from cityseeker_interfaces import msg as ci
 from cityseeker_interfaces.action import Decide
+from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.state_machine import SupervisorStatus
+from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, PanoramaEntry
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import STOP, Environment, move, retrace
@@ -25,11 +28,9 @@ from cityseeker_ros.ros.bag_storage import typestore
 from cityseeker_ros.ros.schema import (
     ActionMsg,
     CommandMsg,
-    DecisionMsg,
     EpisodeMsg,
     MapOrigin,
     OutcomeMsg,
-    PanoramaEntry,
 )
 
 STAMP = Stamp(sec=12, nanosec=345)
@@ -69,7 +70,7 @@ def wire(record):
 
 
 def task(tiny_world, seed=4, run=2, round=1):
-    return convert.task_from_episode(tiny_world.episodes[0], seed=seed, run=run, round=round)
+    return EpisodeBrief.of(tiny_world.episodes[0], seed=seed, run=run, round=round)
 
 
 def test_view_sets_round_trip_with_and_without_panorama(tiny_world):
@@ -79,34 +80,35 @@ def test_view_sets_round_trip_with_and_without_panorama(tiny_world):
     plain = convert.observation_to_view_set(obs, task(tiny_world), "vs-1", STAMP)
     assert wire(plain) == plain
     assert convert.view_set_to_observation(wire(plain)) == obs
-    with_pano = plain.model_copy(update={"panorama": PanoramaEntry(frame_id="panorama", width=64, height=32),
-                                         "feedback": "that view does not exist", "done": True})
+    with_pano = replace(plain, panorama=PanoramaEntry(frame_id="panorama", width=64, height=32),
+                        feedback="that view does not exist", done=True)
     assert wire(with_pano) == with_pano
 
 
 def test_a_decide_goal_carries_the_prompt_context(tiny_world):
     env = Environment(tiny_world)
     view_set = convert.observation_to_view_set(env.reset(tiny_world.episodes[0]), task(tiny_world), "vs", STAMP)
-    context = {"backtrack": "you came from B", "surroundings": None, "history": "A -> B", "feedback": None}
+    context = PromptContext(backtrack="you came from B", history="A -> B")
     goal = Decide.Goal(view_set=typed.view_set_to_ros(view_set), context=typed.context_to_ros(context))
     goal = cdr(goal)
     back = typed.view_set_from_ros(goal.view_set, goal.context)
-    assert back.context == context and back.model_copy(update={"context": None}) == view_set
+    assert back.context == context and replace(back, context=None) == view_set
 
 
 @pytest.mark.parametrize("action", [move(2), STOP, retrace("B")])
 def test_decisions_and_world_actions_round_trip(tiny_world, action):
-    decision = DecisionMsg(view_set_id="vs", task=task(tiny_world), step=3, action=action, confidence=0.75,
-                           rationale="the cafe sign", policy="random", latency_s=0.012,
-                           records=[{"prompt_sha": "ab", "raw": ["x"]}])
+    decision = Answer(view_set_id="vs", task=task(tiny_world), step=3, decision=Decision(action, 0.75, "the cafe sign"),
+                      policy="random", latency_s=0.012, records=[{"prompt_sha": "ab", "raw": ["x"]}])
     assert wire(decision) == decision
     assert wire(ActionMsg(view_set_id="vs", action=action)) == ActionMsg(view_set_id="vs", action=action)
 
 
 def test_a_failed_decision_and_a_missing_confidence_survive(tiny_world):
-    failed = DecisionMsg(view_set_id="vs", task=task(tiny_world), step=0, error="TimeoutError: backend",
-                         policy="vlm", latency_s=30.0)
-    assert wire(failed) == failed and wire(failed).confidence is None
+    failed = Answer(view_set_id="vs", task=task(tiny_world), step=0, error="TimeoutError: backend",
+                    policy="vlm", latency_s=30.0)
+    assert wire(failed) == failed and wire(failed).decision is None
+    unsure = Answer(view_set_id="vs", task=task(tiny_world), step=0, decision=Decision(STOP), policy="p", latency_s=0.0)
+    assert wire(unsure) == unsure and wire(unsure).decision.confidence is None
     assert wire(ActionMsg(view_set_id="vs", error="boom")) == ActionMsg(view_set_id="vs", error="boom")
 
 
@@ -181,10 +183,10 @@ def test_motion_commands_use_standard_fields():
 
 
 def test_text_ros_cannot_encode_is_cleaned_not_fatal(tiny_world):
-    decision = DecisionMsg(view_set_id="vs", task=task(tiny_world), step=0, action=STOP,
-                           rationale="go \ud800 left", policy="vlm", latency_s=0.0, records=[{"raw": "x\udfff"}])
+    decision = Answer(view_set_id="vs", task=task(tiny_world), step=0, decision=Decision(STOP, None, "go \ud800 left"),
+                      policy="vlm", latency_s=0.0, records=[{"raw": "x\udfff"}])
     back = wire(decision)
-    assert back.rationale == "go \ufffd left" and back.records == [{"raw": "x\ufffd"}]
+    assert back.decision.rationale == "go \ufffd left" and back.records == [{"raw": "x\ufffd"}]
     outcome = OutcomeMsg(index=0, total=1, record={"episode_id": "e\ud800", "seed": 0, "note": "ok 😀"})
     assert wire(outcome).record == {"episode_id": "e\ufffd", "seed": 0, "note": "ok 😀"}
 

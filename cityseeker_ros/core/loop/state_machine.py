@@ -21,29 +21,13 @@ from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.run_plan import RunPlan, SeededEpisode
 from cityseeker_ros.core.loop.session import EpisodeSession, HoldSpan
+from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.core.strategies.bcr_policy import BcrPolicy
-from cityseeker_ros.core.tasks.environment import Action, Observation, Trajectory
+from cityseeker_ros.core.tasks.environment import Action, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.vehicles.safety.commands import Command
 
 STATES = ("starting", "selecting", "running", "holding", "finished")
-
-
-@dataclass(frozen=True)
-class ViewSet:
-    """A view set as the loop sees it. `payload` is whatever it came in (the node's message): the
-    loop hands it back in `Outputs.ask`, so a node forwards it without keeping its own copy."""
-
-    view_set_id: str
-    run: int
-    episode_id: str
-    seed: int
-    node: str
-    facing: float
-    step: int
-    observation: Observation
-    done: bool = False
-    payload: Any = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +81,7 @@ class Outputs:
         """Replay: ask the world node to start this episode."""
 
     def ask(self, view_set: ViewSet, context: PromptContext, round: int) -> None:
-        """Ask the decision node about `view_set` with this prompt context."""
+        """Ask the decision node about `view_set` (as it came in) with this prompt context."""
 
     def act(self, view_set_id: str, action: Optional[Action], error: Optional[str] = None) -> None:
         """Replay: the action that answers a view set (or the error that ends the episode)."""
@@ -173,6 +157,10 @@ class EpisodeLoop:
         """Say why the loop waits (e.g. for the decision node) on the status."""
         self.reason = reason
         self._publish_status()
+
+    def answer(self, answer: Answer) -> None:
+        """The decision side's answer to a view set (as `decision`)."""
+        self.decision(answer.view_set_id, answer.decision, list(answer.records), answer.error)
 
     def decision(self, view_set_id: str, decision: Optional[Decision], records: list[dict[str, Any]],
                  error: Optional[str] = None) -> None:

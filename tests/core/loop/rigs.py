@@ -14,7 +14,8 @@ from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.replay import ReplayLoop
 from cityseeker_ros.core.loop.seek import SeekFeedback, SeekOutputs, SeekResult
-from cityseeker_ros.core.loop.state_machine import LiveProgress, Outputs, SupervisorStatus, ViewSet, WorldEpisode
+from cityseeker_ros.core.loop.state_machine import LiveProgress, Outputs, SupervisorStatus, WorldEpisode
+from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.camera.source import FrameSource, facing_of, make_views
 from cityseeker_ros.core.sensing.localisation import Localisation
 from cityseeker_ros.core.tasks.environment import Action, Environment, View
@@ -113,8 +114,8 @@ class ReplayWorld:
     def _view_set(self, obs) -> ViewSet:
         assert self.current is not None
         self.count += 1
-        self.latest = ViewSet(f"{obs.episode_id}/run{self.run}/{self.count}", self.run, self.current[0],
-                              self.current[1], obs.node, obs.facing, obs.step, obs)
+        brief = EpisodeBrief.of(self.episodes[self.current[0]][1], self.current[1], self.run)
+        self.latest = ViewSet.of_observation(obs, brief, f"{obs.episode_id}/run{self.run}/{self.count}")
         return self.latest
 
 

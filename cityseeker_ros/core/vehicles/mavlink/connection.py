@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from pymavlink.dialects.v20 import ardupilotmega as mavlink
 
@@ -22,6 +22,7 @@ from cityseeker_ros.core.vehicles.mavlink.flavours import autopilot_name, vehicl
 from cityseeker_ros.core.vehicles.mavlink.transport import Endpoint, Transport, open_transport
 
 Message = Any  # a pymavlink MAVLink_message
+T = TypeVar("T")
 READ_SLICE_S = 0.05  # how long the reader blocks, so heartbeats and close() are never later than this
 
 
@@ -224,3 +225,8 @@ class MavlinkConnection:
     def snapshot(self) -> tuple[dict[str, Message], Optional[float], Optional[float]]:
         with self._lock:
             return dict(self.latest), self.last_heartbeat_t, self.last_message_t
+
+    def snapshot_with(self, probe: Callable[[], T]) -> tuple[dict[str, Message], Optional[float], Optional[float], T]:
+        """A snapshot and `probe()` taken together, so what `on_message` decided matches the messages."""
+        with self._lock:
+            return dict(self.latest), self.last_heartbeat_t, self.last_message_t, probe()

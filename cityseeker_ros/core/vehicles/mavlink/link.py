@@ -175,6 +175,7 @@ class MavlinkLink(VehicleLink):
         return self._conn
 
     def close(self) -> None:
+        """Stops the setpoint stream first: a PX4 in OFFBOARD then runs its offboard-loss failsafe."""
         streamer = self._streamer
         if streamer is not None:
             streamer.stop("the link was closed")
@@ -185,7 +186,7 @@ class MavlinkLink(VehicleLink):
     # -- telemetry -------------------------------------------------------------------------------------
     def state(self) -> VehicleState:
         conn = self._require_conn()
-        latest, heartbeat_t, message_t = conn.snapshot()
+        latest, heartbeat_t, message_t, held = conn.snapshot_with(self._holds_control)
         now = time.monotonic()
         heartbeat, position = latest.get("HEARTBEAT"), latest.get("GLOBAL_POSITION_INT")
         attitude, status = latest.get("ATTITUDE"), latest.get("SYS_STATUS")
@@ -205,8 +206,7 @@ class MavlinkLink(VehicleLink):
             yaw = (90.0 - heading + 180.0) % 360.0 - 180.0
         if status is not None and status.battery_remaining >= 0:
             battery = status.battery_remaining / 100.0
-        with self._motion_lock:
-            in_control = self._control == HELD and mode == self.flavour.control_mode
+        in_control = held and mode == self.flavour.control_mode
         return VehicleState(
             lat=lat, lon=lon, alt_m=alt, heading_deg=heading, roll_deg=roll, pitch_deg=pitch, yaw_deg=yaw,
             velocity_enu=velocity,
@@ -214,6 +214,10 @@ class MavlinkLink(VehicleLink):
             mode=mode, in_control=in_control, battery_fraction=battery, autopilot_time_s=clock,
             heartbeat_age_s=now - heartbeat_t if heartbeat_t is not None else math.inf,
             link_lost=self._lost(now, heartbeat_t, message_t))
+
+    def _holds_control(self) -> bool:
+        with self._motion_lock:
+            return self._control == HELD
 
     @property
     def link_lost(self) -> bool:

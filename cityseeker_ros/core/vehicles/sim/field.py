@@ -19,7 +19,8 @@ from cityseeker_ros.core.evaluation.episode_run import episode_rng
 from cityseeker_ros.core.loop.guidance import Guidance
 from cityseeker_ros.core.loop.live_loop import LiveLoop
 from cityseeker_ros.core.loop.seek import SeekFeedback, SeekOutputs, SeekResult
-from cityseeker_ros.core.loop.state_machine import LiveProgress, Outputs, SupervisorStatus, ViewSet
+from cityseeker_ros.core.loop.state_machine import LiveProgress, Outputs, SupervisorStatus
+from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.camera.source import FrameSource
 from cityseeker_ros.core.sensing.camera.view_set import RunTask, ViewSetBuilder
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser, LocalisationStatus
@@ -81,8 +82,8 @@ class SimulatedField(SeekOutputs):
         obs = self.builder.offer(loc)
         if obs is not None and self._task is not None:
             p = self._task
-            self.loop.view_set(ViewSet(f"{obs.episode_id}/run{p.run}/camera{obs.step}", p.run, p.episode.episode_id,
-                                       p.seed, obs.node, obs.facing, obs.step, obs))
+            self.loop.view_set(ViewSet.of_observation(obs, EpisodeBrief.of(p.episode, p.seed, p.run, p.round),
+                                                      f"{obs.episode_id}/run{p.run}/camera{obs.step}"))
         self.deliver()
         self.loop.tick()
         self.deliver()
