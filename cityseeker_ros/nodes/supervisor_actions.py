@@ -30,15 +30,15 @@ from std_srvs.srv import Trigger
 from cityseeker_interfaces.action import RunEpisode, Seek
 from cityseeker_interfaces.msg import AgentAction, GeoPoint, Metric, Outcome
 from cityseeker_interfaces.msg import Episode as EpisodeMsg
-from cityseeker_interfaces.msg import Task as TaskMsg
 from cityseeker_ros.core.loop.episode_server import EpisodeServerLoop, EpisodeStep
 from cityseeker_ros.core.loop.seek import SeekFeedback, SeekRequest, SeekResult
 from cityseeker_ros.core.loop.seek_server import SeekServerSession
 from cityseeker_ros.core.loop.served import ForwardingOutputs
 from cityseeker_ros.core.loop.state_machine import EpisodeLoop
+from cityseeker_ros.core.loop.view_set import EpisodeBrief
 from cityseeker_ros.core.tasks.environment import Action
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.ros import qos
+from cityseeker_ros.ros import qos, typed
 
 ESTOP_TOPIC = "/estop"  # std_msgs/Bool, as the vehicle bridges hear it
 OUTCOME_OF = {"stopped": Seek.Result.FOUND, "budget": Seek.Result.BUDGET, "cancelled": Seek.Result.CANCELLED}
@@ -100,9 +100,7 @@ def episode_result(record: dict[str, Any], world: World, episode: Episode, round
     nodes = world.graph.nodes
     metrics = [Metric(name=k, value=float(v)) for k, v in record.get("metrics", {}).items()
                if isinstance(v, (int, float))]
-    task = TaskMsg(episode_id=episode.episode_id, city=episode.city, category=episode.category,
-                   difficulty=episode.difficulty, instruction=episode.instruction, request=episode.request,
-                   start=episode.start, seed=int(record["seed"]), round=round)
+    task = typed.task_to_ros(EpisodeBrief.of(episode, int(record["seed"]), run=0, round=round))
     solvable = record.get("solvable")
     msg = EpisodeMsg(status=EpisodeMsg.ENDED, has_task=True, task=task, path=list(record["path"]),
                      actions=[_action_code(a) for a in record.get("actions", [])], steps=int(record["steps"]),

@@ -53,8 +53,8 @@ def test_awkward_floats_survive_json():
     view = View(0, 359.99999999999994, RelativeDirection.FRONT)
     obs = Observation("e", "go", "n", 22.281234567891234, 114.15876543210987, 1e-300, (view,), 3, 32, "retry")
     task = EpisodeBrief.of(_episode(), 0, 1)
-    back = convert.view_set_to_observation(parse(ViewSet, convert.observation_to_view_set(
-        obs, task, "x", STAMP).to_json()))
+    back = convert.view_set_to_observation(parse(ViewSet, to_json(convert.observation_to_view_set(
+        obs, task, "x", STAMP))))
     assert back == Observation("ep", "go", "n", obs.lat, obs.lon, obs.facing, (view,), 3, 32, "retry")
 
 

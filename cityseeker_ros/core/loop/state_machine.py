@@ -2,7 +2,8 @@
 clock tick arrives, and what goes out. The supervisor node only converts messages into calls on
 a loop and the loop's `Outputs` back into messages; `ReplayLoop` (core.loop.replay) and
 `LiveLoop` (core.loop.live_loop) are the two kinds of world, and a Seek goal
-(core.loop.seek) is one live episode with a need given at run time.
+(core.loop.seek) is one live episode with a need given at run time. View sets and answers are
+the wire's own types (core.loop.view_set): a node converts a message and hands it over as is.
 
 Shared here: the run plan (tasks and rounds in the in-process benchmark's order), one
 `EpisodeSession` per round, the decision in flight, and the hold when no decision comes within

@@ -103,10 +103,6 @@ class MavlinkConnection:
             self._transport.close()
             self._transport = None
 
-    @property
-    def is_open(self) -> bool:
-        return self._transport is not None and not self._stop.is_set()
-
     # -- sending ---------------------------------------------------------------------------------------
     def send(self, msg: Message) -> None:
         transport = self._transport

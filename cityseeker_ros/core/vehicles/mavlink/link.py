@@ -143,6 +143,8 @@ class MavlinkLink(VehicleLink):
             conn.close()
             raise
         self._flavour = flavour_named(name)
+        with self._motion_lock:  # a new connection starts without control, as the vehicle sees it
+            self._control, self._confirmed, self._override_reason = RELEASED, False, None
         conn.on_message = self._on_message
         self._conn = conn
         for message, hz in STREAMS_HZ.items():  # fire and forget: telemetry shows whether it worked
@@ -315,9 +317,9 @@ class MavlinkLink(VehicleLink):
             self._set_mode(flavour.takeoff_mode)
         position = self._position("takeoff")
         home_amsl = (position.alt - position.relative_alt) / 1000.0
-        nan = math.nan if flavour.name == "px4" else 0.0  # PX4: NaN means "here" and "current yaw"
+        unset = math.nan if flavour.name == "px4" else 0.0  # PX4: NaN means "here" and "current yaw"
         self._command(f"takeoff to {alt:g} m", mavlink.MAV_CMD_NAV_TAKEOFF,
-                      [0.0, 0.0, 0.0, nan, nan, nan, flavour.takeoff_param7(alt, home_amsl)])
+                      [0.0, 0.0, 0.0, unset, unset, unset, flavour.takeoff_param7(alt, home_amsl)])
         if timeout_s <= 0:
             return
         deadline = time.monotonic() + timeout_s

@@ -37,6 +37,8 @@ class SetpointStreamer(Generic[S]):
         self._thread = threading.Thread(target=self._run, name=f"{name} streamer", daemon=True)
 
     def start(self) -> SetpointStreamer[S]:
+        if self._thread.ident is not None:
+            raise LinkError("a setpoint streamer runs once; take_control() makes a new one")
         self._last_keepalive = time.monotonic()
         self._thread.start()
         return self
@@ -70,11 +72,6 @@ class SetpointStreamer(Generic[S]):
             with self._lock:
                 self._waiting -= 1
                 self._last_keepalive = time.monotonic()
-
-    @property
-    def setpoint(self) -> S:
-        with self._lock:
-            return self._setpoint
 
     def stop(self, reason: str, wait: bool = True) -> None:
         """Stop for good; `wait` joins the thread (the link's send refuses anything after an override

@@ -49,6 +49,8 @@ def test_streams_the_latest_setpoint_while_fed_then_stops_for_good():
     count = len(sent.sent)
     streamer._stopped.wait(0.1)  # a stopped streamer's thread has ended: nothing can come back
     assert len(sent.sent) == count and not streamer._thread.is_alive()
+    with pytest.raises(LinkError, match="runs once"):
+        streamer.start()
 
 
 def test_a_refused_send_stops_the_stream_without_retrying():
