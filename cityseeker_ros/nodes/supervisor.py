@@ -63,6 +63,7 @@ from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationS
 from cityseeker_ros.core.tasks.environment import Action, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.vehicles.safety.commands import Command
+from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.nodes import supervisor_actions
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, markers, qos, typed
@@ -159,7 +160,7 @@ class SupervisorNode(Node):
                                            self._decision_timeout_s, self._select_timeout_s)
         elif self._live:
             self._loop = LiveLoop(self._config, plan, supervisor, outputs, self._decision_timeout_s,
-                                  self._stall_timeout_s, self._altitude_m)
+                                  self._stall_timeout_s, self._altitude_m, estop=EStop())
         else:
             self._loop = ReplayLoop(self._config, plan, supervisor, outputs, self._decision_timeout_s,
                                     self._select_timeout_s)

@@ -31,6 +31,7 @@ from cityseeker_interfaces.action import RunEpisode, Seek
 from cityseeker_interfaces.msg import AgentAction, GeoPoint, Metric, Outcome
 from cityseeker_interfaces.msg import Episode as EpisodeMsg
 from cityseeker_ros.core.loop.episode_server import EpisodeServerLoop, EpisodeStep
+from cityseeker_ros.core.loop.live_loop import LiveLoop
 from cityseeker_ros.core.loop.seek import SeekFeedback, SeekRequest, SeekResult
 from cityseeker_ros.core.loop.seek_server import SeekServerSession
 from cityseeker_ros.core.loop.served import ForwardingOutputs
@@ -133,10 +134,30 @@ def _accept(goal_request: Any) -> GoalResponse:
     return GoalResponse.ACCEPT
 
 
+class EStopInput:
+    """A live loop's e-stop mirrors ESTOP_TOPIC (true latches, false releases the source), heard
+    from transient-local and volatile publishers alike, and is cleared by `~/reset_estop`; the
+    vehicle bridge's own gate still stops the vehicle on its own latch."""
+
+    def __init__(self, node: Any, loop: LiveLoop) -> None:
+        self.loop = loop
+        for profile in (qos.ESTOP, qos.ESTOP_VOLATILE):
+            node.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, profile)
+        node.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
+
+    def _on_estop(self, msg: Bool) -> None:
+        if msg.data:
+            self.loop.trigger_estop(ESTOP_TOPIC, "e-stop topic true")
+        else:
+            self.loop.release_estop(ESTOP_TOPIC)
+
+    def _on_reset_estop(self, request: Any, response: Any) -> Any:
+        response.success, response.message = self.loop.reset_estop()
+        return response
+
+
 class SeekServer:
-    """Seek goals on `~/seek` into calls on a SeekServerSession. The session's e-stop mirrors
-    ESTOP_TOPIC (true latches, false releases the source) and is cleared by `~/reset_estop`;
-    the bridge's own gate still stops the vehicle on its own latch."""
+    """Seek goals on `~/seek` into calls on a SeekServerSession."""
 
     def __init__(self, node: Any, session: SeekServerSession, outputs: ForwardingOutputs) -> None:
         self.node, self.session = node, session
@@ -145,18 +166,6 @@ class SeekServer:
         self._ids: dict[bytes, str] = {}  # action goal uuid -> core goal id
         self._server = ActionServer(node, Seek, "~/seek", execute_callback=self._execute, goal_callback=_accept,
                                     cancel_callback=self._cancel)
-        node.create_subscription(Bool, ESTOP_TOPIC, self._on_estop, qos.ESTOP)
-        node.create_service(Trigger, "~/reset_estop", self._on_reset_estop)
-
-    def _on_estop(self, msg: Bool) -> None:
-        if msg.data:
-            self.session.trigger_estop(ESTOP_TOPIC, "e-stop topic true")
-        else:
-            self.session.release_estop(ESTOP_TOPIC)
-
-    def _on_reset_estop(self, request: Any, response: Any) -> Any:
-        response.success, response.message = self.session.reset_estop()
-        return response
 
     async def _execute(self, goal_handle: Any) -> Seek.Result:
         goal = goal_handle.request
@@ -274,8 +283,11 @@ class RunEpisodeServer:
 
 
 def serve(node: Any, loop: EpisodeLoop) -> Optional[SeekServer | RunEpisodeServer]:
-    """The action server of `loop` on `node`; None for a loop no server drives (one whose outputs
-    are not ForwardingOutputs has nobody to hear its goals' feedback)."""
+    """The e-stop input of a live loop, and the action server of `loop` on `node`; None for a
+    loop no server drives (one whose outputs are not ForwardingOutputs has nobody to hear its
+    goals' feedback)."""
+    if isinstance(loop, LiveLoop) and loop.estop is not None:
+        EStopInput(node, loop)
     if isinstance(loop, SeekServerSession) and isinstance(loop.outputs, ForwardingOutputs):
         return SeekServer(node, loop, loop.outputs)
     if isinstance(loop, EpisodeServerLoop) and isinstance(loop.outputs, ForwardingOutputs):

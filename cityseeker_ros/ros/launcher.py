@@ -1,4 +1,4 @@
-"""What `cityseeker run benchmark|camera|airsim|bag` does: plan the tasks a (possibly resumed) run
+"""What `cityseeker run benchmark|camera|vehicle|bag` does: plan the tasks a (possibly resumed) run
 still needs, start the launch file's node set with the runner, wait for the evaluator to have
 written every task, stop everything started, and return summary.json. And what `cityseeker seek`
 does: check the goal and the configuration before any process starts, then one Seek goal."""
@@ -101,11 +101,6 @@ class Completion:
         self._started = self._noted = time.monotonic()
 
     def __call__(self) -> bool:
-        now = time.monotonic()
-        if (self.log is not None and self.waiting is not None and not (self._keys - self.quiet)
-                and now - self._noted >= self.every_s):
-            self._noted = now
-            self.log(f"waiting for the first episode ({now - self._started:.0f} s): {self.waiting()}")
         for record in self._episodes.read_new():
             key = (record["episode_id"], record["seed"])
             if key in self._keys:
@@ -113,6 +108,11 @@ class Completion:
             self._keys.add(key)
             if self.log is not None and key not in self.quiet:
                 self.log(progress_line(record, len(self._keys & self.wanted), len(self.wanted)))
+        now = time.monotonic()
+        if (self.log is not None and self.waiting is not None and not (self._keys - self.quiet)
+                and now - self._noted >= self.every_s):
+            self._noted = now
+            self.log(f"waiting for the first episode ({now - self._started:.0f} s): {self.waiting()}")
         episodes, summary = self.out / EPISODES_FILE, self.out / SUMMARY_FILE
         if not episodes.is_file() or not summary.is_file():
             return False
@@ -227,7 +227,7 @@ def plan_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = 
     budget = max_steps or run.benchmark.max_steps
     run = checked(replace(run, benchmark=replace(run.benchmark, max_steps=budget)))
     world = _seek_world(Path(run.benchmark.data), run.benchmark.dataset)
-    walker = _walker_start(world, start, run.walker)
+    walker = _walker_start(world, start, "sim" if run.walker == "sim" or run.link == "walker" else "")
     _check_seek_policy(run.benchmark.policy, run.benchmark.policy_params)
     FRAME_SOURCES.get(run.source)  # a source that opens a device is made by camera_ingest alone
     if run.source == "replay":  # the world rendered: made (and so checked) here, then dropped
@@ -235,9 +235,17 @@ def plan_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = 
             make_frame_source(run.source, world, run.source_params).close()
         except ConfigError as exc:
             raise ConfigError(f"--source {run.source}: {exc}") from None
-    nodes = [replace(n, params={**n.params, **walker}) if n.name == node_sets.WALKER else n
-             for n in node_sets.seek_nodes(run)]
+    nodes = [place_walker(n, walker) if n.name == node_sets.BRIDGE else n for n in node_sets.seek_nodes(run)]
     return SeekPlan(run, request, nodes)
+
+
+def place_walker(bridge: NodeSpec, start: dict[str, str]) -> NodeSpec:
+    """The vehicle bridge with its walker started at `start` ({"start": "LAT,LON"} or
+    {"start_node": ID}); a bridge of another link is left as it is."""
+    if not start or bridge.params.get("link") != "walker":
+        return bridge
+    params = {**json.loads(bridge.params["link_params"]), **start}
+    return replace(bridge, params={**bridge.params, "link_params": json.dumps(params)})
 
 
 def _seek_world(data: Path, dataset: str) -> World:
@@ -258,8 +266,8 @@ def _walker_start(world: World, start: Optional[str], walker: str) -> dict[str, 
     """The walker node's start parameters for --start (a node id, or LAT,LON on the graph)."""
     if walker != "sim":
         if start:
-            raise ConfigError(f"--start {start}: it places the simulated walker (--walker sim); with a device "
-                              f"the fixes say where the vehicle stands")
+            raise ConfigError(f"--start {start}: it places the simulated walker (--walker sim); with a "
+                              f"device or a vehicle the fixes say where it stands")
         return {}
     example = world.episodes[0].start if world.episodes else next(iter(world.graph.nodes))
     if not start:

@@ -39,3 +39,7 @@ HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Rel
 # (a bridge restarted while the button is still down trips again).
 ESTOP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
                    durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# A transient-local subscription does not match a volatile publisher (a plain `ros2 topic pub
+# /estop std_msgs/Bool`), so every listener subscribes with this one as well.
+ESTOP_VOLATILE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                            durability=DurabilityPolicy.VOLATILE)

@@ -48,7 +48,9 @@ class Driver:
         node = self.main.node
         self.commands: list[dict[str, Any]] = []
         node.create_subscription(typed.msg_type(CommandMsg), "/supervisor/command", self._on_command, qos.STATE)
-        self.estop_pub = node.create_publisher(Bool, "/estop", qos.ESTOP)
+        # Volatile, as `ros2 topic pub /estop std_msgs/Bool` publishes: a supervisor that heard
+        # only transient-local publishers once missed it.
+        self.estop_pub = node.create_publisher(Bool, "/estop", qos.ESTOP_VOLATILE)
         self.reset = node.create_client(Trigger, "/supervisor/reset_estop")
         self.episodes = ActionClient(node, RunEpisode, "/supervisor/run_episode")
 

@@ -102,7 +102,7 @@ def guide(graph: StreetGraph, node: str, kind: str, action_heading_deg: Optional
 def guide_action(graph: StreetGraph, node: str, action: Action, device_heading_deg: Optional[float] = None,
                  reason: str = "", confidence: Optional[float] = None,
                  actions: Optional[ActionModel] = None) -> Guidance:
-    """`guide` for a core Action (what a DecisionMsg carries): a move's heading is the node's
+    """`guide` for a core Action (what a decision's Answer carries): a move's heading is the node's
     walkable heading `action.index`, and its next node is where the action model's move leads."""
     if action.is_stop:
         return guide(graph, node, "stop", reason=reason, confidence=confidence)

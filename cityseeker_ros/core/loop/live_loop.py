@@ -21,6 +21,7 @@ from cityseeker_ros.core.strategies.bcr_policy import BcrPolicy
 from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.tasks.environment import Action
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal
+from cityseeker_ros.core.vehicles.safety.estop import EStop
 
 GOAL_REPEAT_S = 1.0  # a bridge that started late or lost the goal still gets it; its watchdog sees a live supervisor
 
@@ -28,8 +29,11 @@ GOAL_REPEAT_S = 1.0  # a bridge that started late or lost the goal still gets it
 class LiveLoop(EpisodeLoop):
     def __init__(self, config: BenchmarkConfig, plan: Optional[RunPlan], supervisor: Optional[BcrPolicy],
                  outputs: Outputs, decision_timeout_s: float, stall_timeout_s: float, altitude_m: float = 0.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, estop: Optional[EStop] = None) -> None:
+        """`estop`: while it is latched no goal leaves (a hold does), and the goal under way is
+        forgotten, so a reset moves nothing until a new decision."""
         super().__init__(config, plan, supervisor, outputs, decision_timeout_s, clock)
+        self.estop = estop
         self.stall_timeout_s = check_stall_timeout(stall_timeout_s)
         self.altitude_m = float(altitude_m)
         self.run = 0  # this loop's run number of the current task (the camera tags view sets with it)
@@ -112,6 +116,8 @@ class LiveLoop(EpisodeLoop):
         self._finish()
 
     def _tick(self, now: float) -> bool:
+        if self._goal is not None and self.estop is not None and self.estop.latched:
+            self._command(HOLD, f"{self.estop.check().reason}: holding")  # and the goal is forgotten
         if self.live is not None and self.session is not None and self.live.check_stall():
             self._on_stalled()
             return False
@@ -119,6 +125,28 @@ class LiveLoop(EpisodeLoop):
             goal, reason, view_set_id, _ = self._goal
             self._command(goal, reason, view_set_id)
         return True
+
+    # -- the e-stop (the vehicle's bridge has its own; this one keeps goals from leaving) ------
+
+    def trigger_estop(self, source: str, reason: str) -> None:
+        """Latch the e-stop: hold now, forget the goal under way (and a Seek ends its goal)."""
+        if self.estop is None:
+            raise ConfigError("this loop has no e-stop")
+        self.estop.trigger(source, reason, held=True)
+        self.tick()
+
+    def release_estop(self, source: str) -> None:
+        """`source` no longer asks for a stop; the latch stays until `reset_estop`."""
+        if self.estop is not None:
+            self.estop.release(source)
+
+    def reset_estop(self) -> tuple[bool, str]:
+        """Clear the latch; whether it cleared, and why not ("ok" when it did). Nothing moves
+        until the next decision: the goal from before the e-stop was forgotten."""
+        if self.estop is None:
+            return False, "this loop has no e-stop"
+        check = self.estop.reset()
+        return check.ok, check.reason
 
     def _on_hold(self) -> None:
         self._command(HOLD, self.reason)
@@ -135,6 +163,8 @@ class LiveLoop(EpisodeLoop):
         self._publish_status()
 
     def _command(self, command: Command, reason: str, view_set_id: Optional[str] = None) -> None:
+        if isinstance(command, Goal) and self.estop is not None and self.estop.latched:
+            command, reason = HOLD, f"{self.estop.check().reason}: holding"
         self.outputs.command(command, reason, view_set_id)
         self._goal = (command, reason, view_set_id, self.clock()) if isinstance(command, Goal) else None
 

@@ -34,7 +34,7 @@ from cityseeker_ros.core.sensing.localisation import GraphLocaliser
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.environment import EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal
+from cityseeker_ros.core.vehicles.safety.commands import HOLD
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.core.vehicles.safety.geofence import Geofence
 
@@ -135,9 +135,9 @@ class SeekSession(LiveLoop):
                  estop: Optional[EStop] = None, geofence: Optional[Geofence] = None,
                  localiser: Optional[Callable[[], GraphLocaliser]] = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(config, None, None, outputs, decision_timeout_s, stall_timeout_s, altitude_m, clock)
+        super().__init__(config, None, None, outputs, decision_timeout_s, stall_timeout_s, altitude_m, clock, estop)
         self.world, self.seek_outputs = world, outputs
-        self.estop, self.geofence = estop, geofence
+        self.geofence = geofence
         self._make_localiser = localiser or (lambda: GraphLocaliser(world.graph, world.actions))
         self._lock = threading.RLock()
         self._count = 0
@@ -254,12 +254,6 @@ class SeekSession(LiveLoop):
 
     def _max_steps(self) -> int:
         return self._budget
-
-    def _command(self, command: Command, reason: str, view_set_id: Optional[str] = None) -> None:
-        """No motion command leaves while the e-stop is latched (the next input ends the goal)."""
-        if isinstance(command, Goal) and self.estop is not None and self.estop.latched:
-            command, reason = HOLD, f"{self.estop.check().reason}: holding"
-        super()._command(command, reason, view_set_id)
 
     def _guided(self, guidance: Guidance, view_set: ViewSet) -> None:
         super()._guided(guidance, view_set)

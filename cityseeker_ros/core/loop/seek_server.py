@@ -87,22 +87,6 @@ class SeekServerSession(SeekSession):
         lat, lon = self.fix_now()
         return (lat, lon) if lat is not None and lon is not None else (result.lat, result.lon)
 
-    # -- the e-stop ----------------------------------------------------------------------------
-
-    def trigger_estop(self, source: str, reason: str) -> None:
-        """Latch the e-stop: no goal starts, and an active one ends held now."""
-        self.estop.trigger(source, reason, held=True)
-        self.tick()
-
-    def release_estop(self, source: str) -> None:
-        """`source` no longer asks for a stop; the latch stays until `reset_estop`."""
-        self.estop.release(source)
-
-    def reset_estop(self) -> tuple[bool, str]:
-        """Clear the latch; whether it cleared, and why not ("ok" when it did)."""
-        check = self.estop.reset()
-        return check.ok, check.reason
-
     # -- inputs --------------------------------------------------------------------------------
 
     def location(self, lat: Optional[float], lon: Optional[float], node: Optional[str], on_node: bool) -> None:

@@ -15,6 +15,7 @@ from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.live_loop import LiveLoop
 from cityseeker_ros.core.loop.run_plan import RunPlan
 from cityseeker_ros.core.vehicles.safety.commands import Goal, Hold
+from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.core.vehicles.sim import PolicyDecider, SimulatedWalker
 from tests.core.evaluation.test_benchmark import lines
 from tests.core.loop.rigs import FakeClock, LiveRig
@@ -22,7 +23,8 @@ from tests.core.loop.rigs import FakeClock, LiveRig
 COMPARED = ("episode_id", "seed", "path", "actions", "end_reason", "steps", "metrics")
 
 
-def live_rig(config: BenchmarkConfig, speed_m_s=None, noise_m=0.0, stall_timeout_s=120.0, **walker) -> LiveRig:
+def live_rig(config: BenchmarkConfig, speed_m_s=None, noise_m=0.0, stall_timeout_s=120.0, estop=None,
+             **walker) -> LiveRig:
     bench = Benchmark(config)
     worlds = list(bench.worlds.values())
     world = worlds[0]
@@ -33,7 +35,7 @@ def live_rig(config: BenchmarkConfig, speed_m_s=None, noise_m=0.0, stall_timeout
     decider = PolicyDecider(make_policy(config.policy, **config.policy_params),
                             {e.episode_id: e for e in world.episodes})
     return LiveRig(world, lambda outputs: LiveLoop(config, plan, None, outputs, decision_timeout_s=10.0,
-                                                   stall_timeout_s=stall_timeout_s, clock=clock),
+                                                   stall_timeout_s=stall_timeout_s, clock=clock, estop=estop),
                    walk, clock, config.max_steps, decider)
 
 
@@ -94,3 +96,27 @@ def test_no_decision_in_time_holds_the_vehicle_and_resumes(tiny_city):
         assert rig.clock.t < 1200
     [record] = rig.recorder.of("outcome")
     assert record["end_reason"] in ("stopped", "budget_exhausted") and record["holds"][0]["held_s"] >= 10.0
+
+
+def test_an_estop_reset_moves_nothing_until_a_new_decision(tiny_city):
+    """The live loop repeated its goal every second whatever the e-stop, so after the bridge's
+    reset the goal from before the e-stop resumed with no new decision."""
+    config = BenchmarkConfig(data=str(tiny_city), policy="forward", limit=1, max_steps=6)
+    rig = live_rig(config, speed_m_s=1.0, stall_timeout_s=600.0, estop=EStop(), follow_goals=0)
+    rig.loop.start()
+    goals = lambda: [c for c, _, _ in rig.recorder.of("command") if isinstance(c, Goal)]  # noqa: E731
+    started = rig.clock.t
+    while len(goals()) < 3:  # the walker does not move: the goal under way repeats every second
+        rig.step()
+        assert rig.clock.t - started < 60
+    rig.loop.trigger_estop("/estop", "e-stop topic true")
+    before = len(goals())
+    command, reason, _ = rig.recorder.of("command")[-1]
+    assert isinstance(command, Hold) and "e-stop" in reason
+    for _ in range(200):  # 10 s latched
+        rig.step()
+    rig.loop.release_estop("/estop")
+    assert rig.loop.reset_estop() == (True, "ok")
+    for _ in range(200):  # 10 s after the reset
+        rig.step()
+    assert len(goals()) == before and rig.loop.state == "running"
