@@ -62,6 +62,7 @@ from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus
 from cityseeker_ros.core.tasks.environment import Action, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.vehicles.bridge import BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import Command
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.nodes import supervisor_actions
@@ -88,6 +89,10 @@ LIFECYCLE = {"unconfigured": ("configure", Transition.TRANSITION_CONFIGURE),
              "inactive": ("activate", Transition.TRANSITION_ACTIVATE)}
 GOAL_RETRY_S = 0.5  # a rejected Decide goal (the decision node not configured yet) is sent again after this
 
+
+
+# The vehicle bridge's SafetyStatus (nodes/vehicle_bridge.py `~/safety`): remap it for a bridge of another name.
+VEHICLE_SAFETY_TOPIC = "/vehicle_bridge/safety"
 
 class SupervisorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
@@ -143,6 +148,8 @@ class SupervisorNode(Node):
         if self._live:
             self.create_subscription(typed.msg_type(Localisation), f"{p['localiser_node'].rstrip('/')}/location",
                                      self._on_location, qos.STATE)
+            self.create_subscription(typed.msg_type(BridgeStatus), VEHICLE_SAFETY_TOPIC, self._on_vehicle_safety,
+                                     qos.STATE)
         self._select = self.create_client(SetParametersAtomically, f"{world}/set_parameters_atomically")
         self._get_state = self.create_client(GetState, f"{decision}/get_state")
         self._change_state = self.create_client(ChangeState, f"{decision}/change_state")
@@ -211,6 +218,17 @@ class SupervisorNode(Node):
             return
         self._loop.location(location.lat, location.lon, location.node_id,
                             location.status == LocalisationStatus.ON_NODE)
+
+    def _on_vehicle_safety(self, msg: Any) -> None:
+        """The vehicle bridge's status: a pilot who takes over ends the episode under way."""
+        if not isinstance(self._loop, LiveLoop):
+            return
+        try:
+            status: BridgeStatus = typed.from_ros(msg)
+        except ValueError as exc:
+            self.get_logger().warning(f"ignored a malformed safety status: {exc}")
+            return
+        self._loop.vehicle_status(status.code, status.reason)
 
     # -- the Decide action ---------------------------------------------------------------------
 

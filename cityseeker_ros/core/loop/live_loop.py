@@ -20,6 +20,7 @@ from cityseeker_ros.core.loop.state_machine import EpisodeLoop, LiveProgress, Ou
 from cityseeker_ros.core.strategies.bcr_policy import BcrPolicy
 from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.tasks.environment import Action
+from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 
@@ -34,6 +35,7 @@ class LiveLoop(EpisodeLoop):
         forgotten, so a reset moves nothing until a new decision."""
         super().__init__(config, plan, supervisor, outputs, decision_timeout_s, clock)
         self.estop = estop
+        self.pilot_override = False  # the vehicle's bridge says a pilot took over: nothing leaves
         self.stall_timeout_s = check_stall_timeout(stall_timeout_s)
         self.altitude_m = float(altitude_m)
         self.run = 0  # this loop's run number of the current task (the camera tags view sets with it)
@@ -126,6 +128,26 @@ class LiveLoop(EpisodeLoop):
             self._command(goal, reason, view_set_id)
         return True
 
+    # -- the vehicle ---------------------------------------------------------------------------
+
+    def vehicle_status(self, code: str, reason: str) -> None:
+        """The vehicle bridge's status code. A pilot who takes over (PILOT_OVERRIDE) ends the
+        episode under way as an error that says so, and nothing leaves this loop while the bridge
+        reports it; the stack never takes the vehicle back by itself."""
+        overridden = code == PILOT_OVERRIDE
+        took_over = overridden and not self.pilot_override
+        self.pilot_override = overridden
+        if took_over:
+            self._goal = None
+            self.outputs.log("warning", f"pilot override: {reason}; the stack commands nothing")
+            if self.live is not None and self.session is not None and not self.live.done:
+                self._pilot_took_over(f"pilot_override: {reason}")
+
+    def _pilot_took_over(self, message: str) -> None:
+        assert self.live is not None
+        self.live.abort(message)
+        self._finish()
+
     # -- the e-stop (the vehicle's bridge has its own; this one keeps goals from leaving) ------
 
     def trigger_estop(self, source: str, reason: str) -> None:
@@ -163,6 +185,9 @@ class LiveLoop(EpisodeLoop):
         self._publish_status()
 
     def _command(self, command: Command, reason: str, view_set_id: Optional[str] = None) -> None:
+        if self.pilot_override:  # the pilot has the vehicle: the stack sends nothing, a hold neither
+            self._goal = None
+            return
         if isinstance(command, Goal) and self.estop is not None and self.estop.latched:
             command, reason = HOLD, f"{self.estop.check().reason}: holding"
         self.outputs.command(command, reason, view_set_id)

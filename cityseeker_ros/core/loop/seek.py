@@ -6,7 +6,8 @@ motion goals as a live benchmark episode, but with no target, so success is unkn
 result says where it ended, the path, and why: "stopped" (the policy stopped: it believes the
 need is met there), "budget" (the step budget ran out: the need was not satisfied), "cancelled"
 (a cancel or a preempting goal), "stalled" (no progress for stall_timeout_s), "estop" (the
-e-stop latched) or "error" (the decision side failed). Every step gives a feedback record.
+e-stop latched), "pilot_override" (a pilot took the vehicle: the stack then commands nothing)
+or "error" (the decision side failed). Every step gives a feedback record.
 
 Goals are checked before anything moves, and a bad one is rejected with its reason rather than
 left to hang: an empty or over-long need, a bad step budget, a goal while another is active
@@ -40,7 +41,7 @@ from cityseeker_ros.core.vehicles.safety.geofence import Geofence
 
 MAX_NEED_CHARS = 200  # a need is a sentence, not a document: it goes into every prompt
 MAX_BUDGET_STEPS = 1000
-OUTCOMES = ("stopped", "budget", "cancelled", "stalled", "estop", "error")
+OUTCOMES = ("stopped", "budget", "cancelled", "stalled", "estop", "pilot_override", "error")
 SEEK_CATEGORY = "Seek"  # the category of a seek's episode (no benchmark category applies)
 
 
@@ -58,7 +59,7 @@ class SeekAnswer:
     """Accepted (with the goal's id) or rejected with a code and a one-line reason."""
 
     accepted: bool
-    code: str  # accepted, bad_need, bad_budget, busy, estop, no_fix, off_graph, outside_geofence
+    code: str  # accepted, bad_need, bad_budget, busy, estop, pilot_override, no_fix, off_graph, outside_geofence
     reason: str
     goal_id: Optional[str] = None
 
@@ -205,6 +206,10 @@ class SeekSession(LiveLoop):
             self._guard()
             super().location(lat, lon, node, on_node)
 
+    def vehicle_status(self, code: str, reason: str) -> None:
+        with self._lock:
+            super().vehicle_status(code, reason)
+
     def tick(self) -> None:
         with self._lock:
             self._guard()
@@ -229,6 +234,9 @@ class SeekSession(LiveLoop):
                                              f"with preempt to replace it")
         if self.estop is not None and self.estop.latched:
             return SeekAnswer(False, "estop", f"the e-stop is latched ({self.estop.check().reason}): reset it first")
+        if self.pilot_override:
+            return SeekAnswer(False, "pilot_override", "a pilot has the vehicle: give control back to the stack "
+                                                       "(the vehicle bridge's ~/take_control) first")
         if lat is None or lon is None or not (math.isfinite(lat) and math.isfinite(lon)):
             return SeekAnswer(False, "no_fix", "no position fix: the vehicle cannot be placed on the street graph")
         loc = self._make_localiser().update(lat, lon)
@@ -262,6 +270,13 @@ class SeekSession(LiveLoop):
             self._goal_id, self.live.steps, view_set.node, guidance.action, guidance.direction, guidance.heading_deg,
             guidance.next_node, guidance.reason, guidance.text,
             path_length_m(self.world.graph, self.live.trajectory.path)))
+
+    def _pilot_took_over(self, message: str) -> None:
+        """The goal ends pilot_override, with no hold: the pilot has the vehicle."""
+        assert self.live is not None
+        self._ending = ("pilot_override", message)
+        self.live.abort(message)
+        self._finish()
 
     def _stop(self, outcome: str, message: str) -> None:
         """End the active goal from outside the loop: hold first, then the result."""

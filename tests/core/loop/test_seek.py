@@ -278,3 +278,24 @@ def test_a_seek_on_monaco_walked_with_gnss_noise(monaco_dir):
     assert result.outcome == "budget" and result.steps == 5 and len(feedback) == 5
     assert result.distance_m > 0 and all(f.node in world.graph.nodes for f in feedback)
 
+
+
+def test_a_pilot_who_takes_over_mid_seek_ends_it_pilot_override_and_nothing_follows(tiny_world):
+    """The stack stops commanding when the autopilot leaves its mode (an RC switch), says so in
+    the result, refuses new goals while the pilot has the vehicle, and never takes it back."""
+    session, rig = seek_rig(tiny_world, StopAfter(10), near(tiny_world, 0), speed_m_s=1.0)
+    assert session.submit(SeekRequest("I am thirsty"), *near(tiny_world, 0)).accepted
+    while len(motions(rig.recorder)) < 2:  # under way
+        rig.step()
+    session.vehicle_status("pilot_override", "the autopilot left OFFBOARD for POSCTL")
+    took_over = len(rig.recorder.events)
+    for _ in range(400):  # 20 s with the pilot in control
+        rig.step()
+    rig.deliver()
+    result = rig.recorder.of("result")[-1]
+    assert result.outcome == "pilot_override" and "POSCTL" in result.message
+    assert [v for k, v in rig.recorder.events[took_over:] if k == "command"] == []  # not even a hold
+    refused = session.submit(SeekRequest("I am thirsty"), *near(tiny_world, 0))
+    assert (refused.accepted, refused.code) == (False, "pilot_override")
+    session.vehicle_status("ok", "")  # the operator gave control back (the bridge's ~/take_control)
+    assert session.submit(SeekRequest("I am thirsty"), *near(tiny_world, 0)).accepted
