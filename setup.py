@@ -87,8 +87,7 @@ setup(
             "evaluator = cityseeker_ros.nodes.evaluator:main",
             "graph_localiser = cityseeker_ros.nodes.graph_localiser:main",
             "camera_ingest = cityseeker_ros.nodes.camera_ingest:main",
-            "airsim_bridge = cityseeker_ros.nodes.airsim_bridge:main",
-            "walker = cityseeker_ros.nodes.walker:main",
+            "vehicle_bridge = cityseeker_ros.nodes.vehicle_bridge:main",
         ],
     },
 )

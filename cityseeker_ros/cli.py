@@ -54,12 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     _benchmark_options(rc)
     add_cli_options(rc, "camera")
     _runner_options(rc)
-    ra = run_sub.add_parser("airsim", help="airsim.launch.py's nodes: a drone in AirSim behind the safety gate",
-                            description="Start airsim_bridge, graph_localiser, camera_ingest (turns the camera), "
-                            "decision, supervisor (live) and evaluator against a running AirSim.")
-    _benchmark_options(ra)
-    add_cli_options(ra, "airsim")
-    _runner_options(ra)
+    for name, link in (("vehicle", None), ("airsim", "airsim")):
+        rv = run_sub.add_parser(name, help="vehicle.launch.py's nodes: a vehicle (airsim, mavlink, walker) behind "
+                                "the safety gate walks the tasks" + (" (run vehicle --link airsim)" if link else ""),
+                                description="Start vehicle_bridge (--link airsim, mavlink or walker; "
+                                "docs/vehicles.md), graph_localiser, camera_ingest, decision, supervisor (live) and "
+                                "evaluator; it "
+                                "prints what it waits for (the autopilot's heartbeat, arming, mode).")
+        _benchmark_options(rv)
+        add_cli_options(rv, "vehicle", defaults={"link": link} if link else None)
+        _runner_options(rv)
+        if link:
+            rv.set_defaults(link=link)
     rg = run_sub.add_parser("bag", help="bag_eval.launch.py's processes: decide every step of a recorded run again",
                             description="Play BAG's view sets and images into a fresh decision node with --policy, "
                             "record its decisions into --out-bag, then compare them with the recorded ones "
@@ -326,7 +332,7 @@ def run_config_of(args: argparse.Namespace):
     it from their arguments."""
     from cityseeker_ros.ros import run_config
 
-    kind = args.run_command
+    kind = "vehicle" if args.run_command == "airsim" else args.run_command
     if kind == "bag":
         return run_config.from_settings(kind, run_config.cli_values(args, kind))
     config, out = benchmark_config(args)
@@ -346,7 +352,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"decisions: {args.out_bag}; report: {args.out_bag}.eval/")
         return 0
     config, out = run.benchmark, Path(run.out)
-    if run.kind == "benchmark":  # camera and airsim take their images from the camera
+    if run.kind == "benchmark":  # camera and vehicle runs take their images from the camera
         warn_if_blind(config.policy, config.views)
     summary = launcher.run_tasks_with(config, out, lambda todo: node_sets.nodes(run, todo),
                                       single_process=args.single_process, respawn=not args.no_respawn,
@@ -631,6 +637,14 @@ def _seek_options(sub: Any) -> None:
     sk.add_argument("--walker", choices=("sim", "device"), help="sim: a simulated walker gives the fixes and "
                     "follows the motion goals (no hardware); device: the fixes come from a device on --fix-topic "
                     "(default: sim with the replay source, device otherwise)")
+    sk.add_argument("--vehicle", default="walker", metavar="walker|mavlink:CONNECTION|airsim[:HOST[:PORT]]",
+                    help="the vehicle behind the safety gate: the simulated walker (default), a PX4/ArduPilot "
+                    "autopilot (mavlink:udp://127.0.0.1:14540) or AirSim (its anchor and motion in --link-param); "
+                    "a flying vehicle needs --safety-config (docs/vehicles.md)")
+    sk.add_argument("--link-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
+                    help="a setting of the vehicle's link (repeatable), e.g. flavour=px4, anchor={...}, motion=fly")
+    sk.add_argument("--estop-action", choices=("hold", "land"), help="what the vehicle does on an e-stop "
+                    "(default hold)")
     sk.add_argument("--preempt", action="store_true", help="replace a goal already active on the server")
     sk.add_argument("--result", type=Path, help="also write the result (and every feedback) as JSON to this file")
     sk.add_argument("--timeout", type=float, help="give up after this many seconds (default: none)")
@@ -650,11 +664,25 @@ def seek_run_config(args: argparse.Namespace):
     params = merge_backend_shorthands(dict(args.param or []), args.backend, args.model,
                                       dict(args.backend_param or []))
     benchmark = BenchmarkConfig(data=str(args.world), policy=args.policy, policy_params=params)
+    from cityseeker_ros.ros.vehicle_link import parse_vehicle
+
     values = {k: v for k, v in run_config.cli_values(args, "camera").items() if k in run_config.SEEK_SETTINGS}
     source = values.get("source") or run_config.SEEK_DEFAULTS["source"]
+    link, link_params = parse_vehicle(getattr(args, "vehicle", None) or "walker")
+    link_params.update(dict(getattr(args, "link_param", None) or []))
+    if link != "walker":  # a vehicle gives the fixes; the frames still come from --source
+        if args.walker == "sim":
+            raise ConfigError(f"--walker sim and --vehicle {args.vehicle}: one vehicle at a time")
+        return run_config.seek_config(benchmark, {**values, "link": link, "link_params": link_params,
+                                                  "estop_action": getattr(args, "estop_action", None),
+                                                  "out": str(args.out) if args.out else ""})
     walker = args.walker or ("sim" if source == "replay" else "device")
-    return run_config.seek_config(benchmark, {**values, "walker": "sim" if walker == "sim" else "",
-                                              "out": str(args.out) if args.out else ""})
+    if link_params and walker != "sim":
+        raise ConfigError("--link-param sets the simulated walker's link; with --walker device there is none")
+    values["walker"] = "sim" if walker == "sim" else ""
+    if link_params:
+        values.update(link="walker", link_params=link_params)
+    return run_config.seek_config(benchmark, {**values, "out": str(args.out) if args.out else ""})
 
 
 def cmd_seek(args: argparse.Namespace) -> int:

@@ -7,7 +7,8 @@
 The nodes of camera.launch.py (the arguments are its run settings, cityseeker_ros/ros/run_config.py)
 with the supervisor in mode seek and no evaluator (node_sets.seek_nodes): it runs no dataset
 task, each Seek goal is a need sought from where the walker or device stands (docs/seek.md).
-`walker:=sim` adds the simulated walker; without it the fixes come from the device on fix_topic.
+`walker:=sim` adds the simulated walker behind the vehicle bridge (with the safety file, if given);
+without it the fixes come from the device on fix_topic.
 `cityseeker seek` starts the same nodes and sends one goal.
 """
 from launch import LaunchDescription

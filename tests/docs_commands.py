@@ -17,6 +17,10 @@ NEEDS = {
     "GPU": "a CUDA GPU",
     "model": "VLM weights or a model server",
     "AirSim": "a running AirSim simulator",
+    "PX4 SITL": "PX4's software-in-the-loop build (not installed here)",
+    "ArduPilot SITL": "ArduPilot's software-in-the-loop build (not installed here)",
+    "MAVLink vehicle": "a MAVLink autopilot answering on the connection: SITL, a real one, or the shipped simulator "
+                       "started by hand as docs/vehicles.md shows",
     "camera": "a camera and GNSS fixes from a device",
     "ROS 2 install": "a ROS 2 Jazzy install with ros2 (launch, bag); pip-only machines have no ros2 command",
     "running stack": "ROS nodes already running on the same domain (bag record/play, nodes started by hand)",
@@ -30,7 +34,7 @@ NEEDS = {
 # Programs the docs may run, first word of a command (after VAR=value assignments).
 PROGRAMS = {"cityseeker", ".venv/bin/cityseeker", "python", "python3", ".venv/bin/python", "make", "pip", "ros2",
             "docker", "ray", "vllm", "source", "eval", "streetview_replay", "decision", "supervisor", "evaluator",
-            "graph_localiser", "camera_ingest", "airsim_bridge", "/tmp/hadolint-venv/bin/pip",
+            "graph_localiser", "camera_ingest", "vehicle_bridge", "/tmp/hadolint-venv/bin/pip",
             "/tmp/hadolint-venv/bin/hadolint", "ls", "colcon"}
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)
 _BOX = re.compile("[\u2500-\u257f\u25b6\u25ba\u25c4]")  # box drawing and arrows

@@ -45,7 +45,7 @@ def test_shipped_config_is_valid(tiny_city, tmp_path):
     (["benchmark", "--data", "{tmp}/missing", "--policy", "random", "--out", "{tmp}/x"], "no such directory"),
     (["benchmark", "--data", "{city}", "--out", "{tmp}/x"], "--policy is required"),
     (["run", "camera", "--data", "{city}", "--out", "{tmp}/x"], "--policy is required"),
-    (["run", "airsim", "--data", "{city}", "--anchor", "{{}}", "--out", "{tmp}/x"], "--policy is required"),
+    (["run", "vehicle", "--data", "{city}", "--link", "airsim", "--out", "{tmp}/x"], "--policy is required"),
     (["benchmark", "--data", "{city}", "--policy", "random", "--out", "{tmp}/x", "--seeds", "0"], "--seeds must be"),
     (["benchmark", "--config", "{tmp}/nope.yaml"], "nope.yaml: no such file"),
     (["report", "{tmp}"], "no summary.json here"),
@@ -196,7 +196,7 @@ def test_documented_commands_parse_with_their_required_options(where, argv):
     if args.command == "benchmark" or (args.command == "run" and args.run_command != "bag"):
         config, _ = benchmark_config(args)
         policies, views = [config.policy], config.views
-        own_camera = args.command == "run" and args.run_command in ("camera", "airsim")
+        own_camera = args.command == "run" and args.run_command in ("camera", "vehicle", "airsim")
     elif args.command == "ablate":
         policies, views, own_camera = [p["policy"] for p in policies_from(args.policies)], args.views, False
     else:
@@ -250,7 +250,8 @@ def test_compare_prints_runs_side_by_side_and_refuses_other_episodes(tiny_city, 
 
 SEEK_OPTIONS = {"-h", "--help", "--world", "--policy", "--param", "--backend", "--model", "--backend-param",
                 "--max-steps", "--start", "--source", "--source-param", "--walker", "--fix-topic", "--safety-config",
-                "--decision-timeout-s", "--preempt", "--result", "--timeout", "--domain-id", "--out"}
+                "--decision-timeout-s", "--preempt", "--result", "--timeout", "--domain-id", "--out", "--vehicle",
+                "--link-param", "--estop-action"}
 REFUSED_AT_ONCE_S = 1.0  # a goal the server would reject: no file is read
 REFUSED_WITHIN_S = 2.0  # a configuration error: the world is loaded (Monaco: about 0.6 s), the policy made
 
@@ -349,8 +350,15 @@ def _safety_file(tmp_path: Path) -> Path:
     (["--start", "43.70,7.30"], "--start 43.70,7.30: off the street graph of monaco: off-graph: "),
     (["--start", "43.7,abc"], "--start 43.7,abc: expected a node id (e.g. n01117) or LAT,LON"),
     (["--start", "n01117", "--walker", "device"], "--start n01117: it places the simulated walker (--walker sim)"),
+    (["--vehicle", "px4"], "unknown vehicle link 'px4'; known: airsim, mavlink, walker"),
+    (["--vehicle", "mavlink"], "--vehicle mavlink: give the connection, e.g. mavlink:udp://127.0.0.1:14540"),
+    (["--vehicle", "mavlink:ftp://x"], "--vehicle mavlink:ftp://x: "),
+    (["--vehicle", "mavlink:udp://127.0.0.1:14540"], "safety_config is required for the mavlink link (it flies)"),
+    (["--vehicle", "airsim", "--safety-config", "config/safety.yaml"], "link_params anchor is required"),
+    (["--vehicle", "mavlink:udp://127.0.0.1:14540", "--walker", "sim"], "--walker sim and --vehicle mavlink"),
 ], ids=["no-world", "not-a-world", "policy", "privileged", "param", "source", "source-param", "safety", "near-node",
-        "node", "off-graph", "bad-position", "device"])
+        "node", "off-graph", "bad-position", "device", "vehicle-name", "vehicle-no-connection", "vehicle-scheme",
+        "vehicle-unfenced", "airsim-no-anchor", "two-vehicles"])
 def test_seek_refuses_a_bad_configuration_in_one_line_before_anything_starts(monaco_dir, tmp_path, no_process,
                                                                              capsys, extra, message):
     """Before, a missing --world started five nodes and printed 'seek: interrupted before a goal
@@ -380,20 +388,28 @@ def test_seek_checks_the_start_and_budget_and_places_the_walker(monaco_dir):
         return planned
 
     def params(planned: SeekPlan, name: str) -> dict:
-        return next(n.params for n in planned.nodes if n.name == name)
+        found = next(n.params for n in planned.nodes if n.name == name)
+        return json.loads(found["link_params"]) if name == "vehicle_bridge" else found
 
     default = plan()
     assert default.request.max_steps == 0 and default.run.benchmark.max_steps == 35
     assert params(default, "camera_ingest")["max_steps"] == params(default, "supervisor")["max_steps"] == 35
-    assert "start" not in params(default, "walker") and "start_node" not in params(default, "walker")
+    assert "start" not in params(default, "vehicle_bridge") and "start_node" not in params(default, "vehicle_bridge")
+    assert next(n for n in default.nodes if n.name == "vehicle_bridge").params["link"] == "walker"
     assert default.run.source == "replay" and default.run.walker == "sim" and default.run.out == ""
     big = plan(max_steps=200)
     assert big.request.max_steps == 200 and params(big, "camera_ingest")["max_steps"] == 200
-    assert params(plan(start="n00042"), "walker")["start_node"] == "n00042"
+    assert params(plan(start="n00042"), "vehicle_bridge")["start_node"] == "n00042"
     node = load_dataset(monaco_dir)[0].graph.nodes["n00042"]
-    assert params(plan(start=f"{node.lat},{node.lon}"), "walker")["start"] == f"{node.lat!r},{node.lon!r}"
+    assert params(plan(start=f"{node.lat},{node.lon}"), "vehicle_bridge")["start"] == f"{node.lat!r},{node.lon!r}"
     device = plan("--source", "replay", "--walker", "device")
-    assert device.run.walker == "" and [n.name for n in device.nodes][0] != "walker"
+    assert device.run.walker == "" and "vehicle_bridge" not in [n.name for n in device.nodes]
+    mavlink = plan("--vehicle", "mavlink:udp://127.0.0.1:14540", "--safety-config", "config/safety.yaml",
+                   "--link-param", "flavour=px4")
+    bridge = next(n for n in mavlink.nodes if n.name == "vehicle_bridge").params
+    assert mavlink.run.kind == "vehicle" and bridge["link"] == "mavlink" and bridge["safety_config"].endswith(
+        "config/safety.yaml")
+    assert json.loads(bridge["link_params"]) == {"connection": "udp://127.0.0.1:14540", "flavour": "px4"}
 
 
 @pytest.mark.parametrize("argv, code", [

@@ -31,7 +31,7 @@ CAPS = {"benchmark": ["--limit", "1", "--max-steps", "2", "--no-progress"],
         "ablate": ["--limit", "1", "--max-steps", "2", "--seeds", "1", "--no-progress"],
         "run": ["--limit", "1", "--max-steps", "2", "--timeout", "240"]}
 NODE_PROGRAMS = {"streetview_replay", "decision", "supervisor", "evaluator", "graph_localiser", "camera_ingest",
-                 "airsim_bridge"}
+                 "vehicle_bridge"}
 RUNNABLE = {"cityseeker", ".venv/bin/cityseeker", "source", "eval", "ls", *NODE_PROGRAMS}
 PYTHONS = ("python", "python3", ".venv/bin/python")
 
@@ -67,7 +67,7 @@ def test_every_command_runs_here_or_says_what_it_needs(command):
 
 # -- ros2 launch lines: their arguments as the launch files read them --------------------------------
 
-LAUNCH_KINDS = {"benchmark.launch.py": "benchmark", "camera.launch.py": "camera", "airsim.launch.py": "airsim",
+LAUNCH_KINDS = {"benchmark.launch.py": "benchmark", "camera.launch.py": "camera", "vehicle.launch.py": "vehicle",
                 "seek.launch.py": "camera",
                 "bag_eval.launch.py": "bag"}
 LAUNCHES = [c for c in COMMANDS if c.program == "ros2" and c.args()[:1] == ["launch"]]

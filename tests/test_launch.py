@@ -32,7 +32,7 @@ from cityseeker_ros.ros.runner import NodeSpec
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH = REPO / "launch"
-LAUNCH_FILES = {"benchmark": "benchmark.launch.py", "camera": "camera.launch.py", "airsim": "airsim.launch.py",
+LAUNCH_FILES = {"benchmark": "benchmark.launch.py", "camera": "camera.launch.py", "vehicle": "vehicle.launch.py",
                 "bag": "bag_eval.launch.py"}
 SCRIPTS = dict(re.findall(r'"(\w+) = (cityseeker_ros\.nodes\.\w+):main"', (REPO / "setup.py").read_text()))
 _fresh = itertools.count()
@@ -224,7 +224,8 @@ def runner_node_set(argv: list[str]) -> list[Started]:
 # -- the cases: the same run as launch arguments and as a command line ----------------------------
 
 CASE_IDS = ["benchmark-defaults", "benchmark-every-setting", "benchmark-memory-in-out", "camera-defaults",
-            "camera-settings", "airsim-defaults", "airsim-settings", "bag-defaults", "bag-settings"]
+            "camera-settings", "vehicle-defaults", "vehicle-settings", "vehicle-mavlink", "bag-defaults",
+            "bag-settings"]
 
 
 def cases(data: Path, out: Path) -> dict[str, tuple[str, dict[str, str], list[str]]]:
@@ -255,16 +256,28 @@ def cases(data: Path, out: Path) -> dict[str, tuple[str, dict[str, str], list[st
          ["camera", "--data", d, "--out", o, "--policy", "oracle", "--source", "replay", "--source-param",
           "views=rendered", "--fix-topic", "/phone/fix", "--limit", "1", "--decision-timeout-s", "2",
           "--image-format", "jpeg"]),
-        ("airsim", {"data": d, "out": o, "policy": "random", "anchor": '{"lat": 43.7384, "lon": 7.4246}'},
-         ["airsim", "--data", d, "--out", o, "--policy", "random", "--anchor", '{"lat": 43.7384, "lon": 7.4246}']),
-        ("airsim", {"data": d, "out": o, "policy": "random", "anchor": '{"lat": 43.7384, "lon": 7.4246}',
-                    "host": "10.0.0.2", "port": "41452", "motion": "fly", "safety_config": "config/safety.yaml",
-                    "altitude_m": "2.5", "camera_params": '{"camera": "front", "settle_s": 0}',
-                    "decision_timeout_s": "1.5"},
-         ["airsim", "--data", d, "--out", o, "--policy", "random", "--anchor", '{"lat": 43.7384, "lon": 7.4246}',
-          "--host", "10.0.0.2", "--port", "41452", "--motion", "fly", "--safety-config", "config/safety.yaml",
+        ("vehicle", {"data": d, "out": o, "policy": "random", "link": "airsim",
+                     "link_params": '{"anchor": {"lat": 43.7384, "lon": 7.4246}}'},
+         ["vehicle", "--data", d, "--out", o, "--policy", "random", "--link", "airsim", "--link-param",
+          'anchor={"lat": 43.7384, "lon": 7.4246}']),
+        ("vehicle", {"data": d, "out": o, "policy": "random", "link": "airsim",
+                     "link_params": '{"anchor": {"lat": 43.7384, "lon": 7.4246}, "host": "10.0.0.2", "port": 41452, '
+                                    '"motion": "fly"}',
+                     "safety_config": "config/safety.yaml", "estop_action": "land",
+                     "altitude_m": "2.5", "camera_params": '{"camera": "front", "settle_s": 0}',
+                     "decision_timeout_s": "1.5"},
+         ["airsim", "--data", d, "--out", o, "--policy", "random", "--link-param",
+          'anchor={"lat": 43.7384, "lon": 7.4246}', "--link-param", "host=10.0.0.2", "--link-param", "port=41452",
+          "--link-param", "motion=fly", "--safety-config", "config/safety.yaml", "--estop-action", "land",
           "--altitude-m", "2.5", "--camera-param", "camera=front", "--camera-param", "settle_s=0",
           "--decision-timeout-s", "1.5"]),
+        ("vehicle", {"data": d, "out": o, "policy": "ocr-embed", "link": "mavlink",
+                     "connection": "udp://127.0.0.1:14540", "link_params": '{"flavour": "px4"}',
+                     "safety_config": "config/safety.yaml", "source": "replay",
+                     "source_params": '{"views": "rendered"}', "altitude_m": "10"},
+         ["vehicle", "--data", d, "--out", o, "--policy", "ocr-embed", "--link", "mavlink", "--connection",
+          "udp://127.0.0.1:14540", "--link-param", "flavour=px4", "--safety-config", "config/safety.yaml",
+          "--source", "replay", "--source-param", "views=rendered", "--altitude-m", "10"]),
         ("bag", {"bag": "runs/a.bag", "out_bag": "runs/b.bag", "policy": "forward"},
          ["bag", "runs/a.bag", "--out-bag", "runs/b.bag", "--policy", "forward"]),
         ("bag", {"bag": "runs/a.bag", "out_bag": "runs/b.bag", "policy": "oracle", "data": d, "rate": "2.0",
@@ -313,7 +326,7 @@ def test_launch_arguments_are_the_run_settings(kind):
     assert required == {s.name for s in run_config.settings(kind) if kind in s.required}
 
 
-def test_the_four_launch_files_exist():  # and seek.launch.py, tests/ros/test_seek_launch.py
+def test_the_four_launch_files_exist():  # and seek.launch.py (tests/ros/test_seek_launch.py); vehicle replaced airsim
     assert {p.name for p in LAUNCH.glob("*.launch.py")} == set(LAUNCH_FILES.values()) | {"seek.launch.py"}
 
 
@@ -325,11 +338,14 @@ def test_an_unknown_launch_argument_stops_the_launch_listing_the_known(tmp_path)
 
 
 def test_a_bad_launch_argument_is_named(tmp_path):
-    _, arguments, _ = cases(tmp_path / "data", tmp_path / "out")["airsim-defaults"]
-    with pytest.raises(ConfigError, match="parameter anchor: not JSON"):
-        launched(LAUNCH / "airsim.launch.py", {**arguments, "anchor": "43.7,7.4"})
+    _, arguments, _ = cases(tmp_path / "data", tmp_path / "out")["vehicle-defaults"]
+    with pytest.raises(ConfigError, match="parameter link_params: not JSON"):
+        launched(LAUNCH / "vehicle.launch.py", {**arguments, "link_params": "43.7,7.4"})
     with pytest.raises(ConfigError, match="decision_timeout_s: expected a number, got 'soon'"):
-        launched(LAUNCH / "airsim.launch.py", {**arguments, "decision_timeout_s": "soon"})
+        launched(LAUNCH / "vehicle.launch.py", {**arguments, "decision_timeout_s": "soon"})
+    with pytest.raises(ConfigError, match="safety_config is required for the mavlink link"):
+        launched(LAUNCH / "vehicle.launch.py", {**arguments, "link": "mavlink", "link_params": "",
+                                                "connection": "udp://127.0.0.1:14540"})
 
 
 # -- drift: a copy of a launch file edited by hand is caught, and named ----------------------------

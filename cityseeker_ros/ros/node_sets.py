@@ -16,8 +16,7 @@ from cityseeker_ros.ros.run_config import RunConfig
 from cityseeker_ros.ros.runner import NodeSpec
 
 REPLAY, DECISION, SUPERVISOR, EVALUATOR = "streetview_replay", "decision", "supervisor", "evaluator"
-LOCALISER, CAMERA, BRIDGE = "graph_localiser", "camera_ingest", "airsim_bridge"
-WALKER = "walker"
+LOCALISER, CAMERA, BRIDGE = "graph_localiser", "camera_ingest", "vehicle_bridge"
 
 
 def run_params(config: BenchmarkConfig) -> dict[str, Any]:
@@ -45,16 +44,17 @@ def nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]] = None) -> list
         if run.safety_config:  # only a seek's supervisor reads it; a camera run must not look fenced
             raise ConfigError("safety_config bounds where a Seek goal may start, and a camera run serves none: "
                               "use `cityseeker seek` or seek.launch.py, or drop it")
-        walker = [walker_node(config, run.fix_topic)] if run.walker == "sim" else []
-        return walker + camera_nodes(config, out, tasks, source=run.source, source_params=run.source_params,
-                                     fix_topic=run.fix_topic, decision_timeout_s=run.decision_timeout_s,
-                                     image_format=run.image_format)
-    if run.kind == "airsim":
-        bridge = {"host": run.host, "port": run.port, "anchor": run.anchor, "motion": run.motion,
-                  "safety_config": run.safety_config}
-        camera = {"host": run.host, "port": run.port, "anchor": run.anchor_object(), **run.camera_params}
-        return airsim_nodes(config, out, tasks, bridge=bridge, camera_params=camera, altitude_m=run.altitude_m,
-                            decision_timeout_s=run.decision_timeout_s, image_format=run.image_format)
+        if run.walker == "sim":  # the simulated walker behind the vehicle bridge: its fixes are the bridge's
+            return vehicle_nodes(run, tasks, link="walker", link_params={**walker_params(config), **run.link_params},
+                                 safety_config="")
+        return camera_nodes(config, out, tasks, source=run.source, source_params=run.source_params,
+                            fix_topic=run.fix_topic, decision_timeout_s=run.decision_timeout_s,
+                            image_format=run.image_format)
+    if run.kind == "vehicle":
+        params = run.vehicle_params()
+        if run.link == "walker":
+            params = {**walker_params(config), **params}
+        return vehicle_nodes(run, tasks, link=run.link, link_params=params, safety_config=run.safety_config)
     return bag_nodes(Path(run.bag), Path(run.out_bag), config.policy, config.policy_params, rate=run.rate,
                      views_topic=run.views_topic, images_topic=run.images_topic, data=config.data)
 
@@ -126,34 +126,51 @@ def camera_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[
                        image_format=image_format)
 
 
-def airsim_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], *,
-                 bridge: dict[str, Any], camera_params: dict[str, Any], altitude_m: float = 0.0,
-                 decision_timeout_s: float = 10.0, image_format: str = VIEW_IMAGE_FORMAT) -> list[NodeSpec]:
-    """airsim.launch.py's nodes: the bridge (behind its safety gate) and the live node set."""
-    # The e-stop latch lives with the run: a restarted bridge, or runner on the same OUT, stays latched.
-    bridge = {"estop_state_file": str(Path(out).resolve() / "ros" / f"{BRIDGE}.estop.json"), **bridge}
-    bridge_node = NodeSpec(BRIDGE, "cityseeker_ros.nodes.airsim_bridge", bridge,
+def walker_params(config: BenchmarkConfig) -> dict[str, Any]:
+    """The walker link's world (its start: the first task's, unless plan_seek places it)."""
+    return {"data": str(Path(config.data).resolve()), "dataset": config.dataset}
+
+
+def vehicle_nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]], *, link: str, link_params: dict[str, Any],
+                  safety_config: str) -> list[NodeSpec]:
+    """vehicle.launch.py's nodes: the vehicle bridge (behind its safety gate, with the run's safety
+    file) and the live node set, whose localiser snaps the bridge's fix. The airsim link's camera is
+    the camera node's source; any other link's camera is the run's frame source."""
+    config, out = run.benchmark, Path(run.out)
+    bridge = {"link": link, "link_params": json.dumps(link_params),
+              "safety_config": str(Path(safety_config).resolve()) if safety_config else "",
+              "estop_action": run.estop_action,
+              # The e-stop latch lives with the run: a restarted bridge, or runner on the same OUT, stays latched.
+              "estop_state_file": str(out.resolve() / "ros" / f"{BRIDGE}.estop.json")}
+    bridge_node = NodeSpec(BRIDGE, "cityseeker_ros.nodes.vehicle_bridge", bridge,
                            remaps=(("command", f"/{SUPERVISOR}/command"), ("heartbeat", f"/{SUPERVISOR}/heartbeat")))
-    return [bridge_node, *_live_nodes(config, out, tasks, "airsim", camera_params, f"/{BRIDGE}/fix",
-                                      decision_timeout_s, altitude_m, image_format)]
-
-
-def walker_node(config: BenchmarkConfig, fix_topic: str) -> NodeSpec:
-    """The simulated walker (`walker: sim`): fixes on the run's fix topic, the supervisor's goals."""
-    return NodeSpec(WALKER, "cityseeker_ros.nodes.walker", {"data": str(Path(config.data).resolve()),
-                                                            "dataset": config.dataset},
-                    remaps=(("fix", fix_topic), ("command", f"/{SUPERVISOR}/command")))
+    if link == "airsim":
+        source = "airsim"
+        source_params = {**{k: link_params[k] for k in ("host", "port", "anchor") if k in link_params},
+                         **run.camera_params}
+    else:
+        source, source_params = run.source, run.source_params
+    return [bridge_node, *_live_nodes(config, out, tasks, source, source_params, f"/{BRIDGE}/fix",
+                                      run.decision_timeout_s, run.altitude_m, run.image_format)]
 
 
 def seek_nodes(run: RunConfig) -> list[NodeSpec]:
-    """A camera or AirSim run's nodes serving Seek goals: the supervisor in mode seek (no plan;
-    core.loop.seek_server) with the run's safety config (its geofence bounds where a goal
-    may start) and no evaluator, since a seek writes no benchmark record."""
-    if run.kind not in ("camera", "airsim"):
-        raise ValueError(f"a seek runs on a camera or airsim node set, not {run.kind!r}")
+    """A camera or vehicle run's nodes serving Seek goals: the supervisor in mode seek (no plan;
+    core.loop.seek_server) and no evaluator, since a seek writes no benchmark record. The run's
+    safety file goes to both the supervisor (its geofence bounds where a goal may start) and the
+    vehicle bridge (its gate guards every motion); a flying link without one is refused."""
+    if run.kind not in ("camera", "vehicle"):
+        raise ValueError(f"a seek runs on a camera or vehicle node set, not {run.kind!r}")
     safety = str(Path(run.safety_config).resolve()) if run.safety_config else ""
+    if run.kind == "camera" and run.walker == "sim":
+        made = vehicle_nodes(run, [], link="walker", link_params={**walker_params(run.benchmark), **run.link_params},
+                             safety_config=safety)
+    elif run.kind == "camera":
+        made = nodes(replace(run, safety_config=""), [])  # a device: no bridge here to guard
+    else:
+        made = nodes(run, [])
     return [replace(n, params={**n.params, "mode": "seek", "tasks": "", "safety_config": safety})
-            if n.name == SUPERVISOR else n for n in nodes(replace(run, safety_config=""), []) if n.name != EVALUATOR]
+            if n.name == SUPERVISOR else n for n in made if n.name != EVALUATOR]
 
 
 PLAYER, RECORDER, ASKER = "bag_player", "bag_recorder", "bag_asker"

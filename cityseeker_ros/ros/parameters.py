@@ -143,37 +143,34 @@ EVALUATOR = RUN + (
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
 )
 
-AIRSIM_BRIDGE = (
-    ParamSpec("host", "127.0.0.1", "AirSim API server host"),
-    ParamSpec("port", 41451, "AirSim API server port (settings.json ApiServerPort)"),
-    ParamSpec("client", "auto", "AirSim client library: auto, airsim or cosysairsim"),
-    ParamSpec("vehicle", "", "AirSim vehicle name ('' = the first vehicle; sim/airsim/settings.json names 'drone')"),
-    ParamSpec("rpc_timeout_s", 5.0, "RPC timeout of the control link (holds, state, images)"),
-    ParamSpec("motion_timeout_s", 600.0, "RPC timeout of the motion link (a move blocks until it arrives)"),
-    ParamSpec("connect_timeout_s", 2.0, "TCP probe timeout when (re)connecting"),
-    ParamSpec("reconnect_period_s", 2.0, "seconds between reconnection attempts while the link is down"),
-    ParamSpec("anchor", "", "JSON object placing the AirSim origin on the Earth (required): "
-              '{"lat": .., "lon": .., "alt": 0, "yaw_offset_deg": 0}'),
-    ParamSpec("motion", "teleport", "motion mode: teleport (simSetVehiclePose, reproducible) or fly "
-              "(moveToPosition/rotateToYaw through the flight controller)"),
-    ParamSpec("motion_params", "{}", "JSON object of the motion mode's settings, e.g. "
-              '{"max_speed_mps": 3, "max_yaw_rate_dps": 45, "altitude_m": 2.5}'),
-    ParamSpec("velocity_period_s", 0.5, "a velocity command is flown in slices this long, re-sent while it stands"),
+# The vehicle bridge (nodes/vehicle_bridge.py): one node for every vehicle link (core.vehicles.link.LINKS).
+# What is particular to a link (AirSim's host, port, anchor and motion; MAVLink's connection; the
+# walker's start) is in `link_params`; docs/vehicles.md lists each link's.
+VEHICLE_BRIDGE = (
+    ParamSpec("link", "walker", "vehicle link: airsim, mavlink or walker (core.vehicles.link.LINKS)"),
+    ParamSpec("link_params", "{}", "JSON object of the link's settings, e.g. mavlink "
+              '{"connection": "udp://127.0.0.1:14540", "flavour": "px4", "takeoff_alt_m": 10}; airsim '
+              '{"host": "127.0.0.1", "port": 41451, "anchor": {"lat": .., "lon": ..}, "motion": "fly", '
+              '"camera": "front"}; walker {"data": DIR, "start_node": "n1", "speed_m_s": 0} (docs/vehicles.md)'),
     ParamSpec("safety_config", "", "YAML/JSON file of the safety gate (core.vehicles.safety.SafetyConfig: geofence, "
-              "limits, decision_timeout_s, heartbeat_timeout_s); required for fly, optional for teleport"),
+              "limits, decision_timeout_s, heartbeat_timeout_s, rtl_battery_fraction); required for a flying link "
+              "(mavlink, airsim fly); '' on the walker or airsim teleport: the e-stop only"),
+    ParamSpec("estop_action", "hold", "what the vehicle does on an e-stop: hold or land (cutting the motors is "
+              "~/terminate, with its confirmation)"),
     ParamSpec("estop_state_file", "", "file that keeps a latched e-stop across restarts until ~/reset_estop "
-              "('' = $ROS_HOME/cityseeker/<node>.estop.json; `cityseeker run airsim` uses OUT/ros/)"),
-    ParamSpec("control_rate_hz", 20.0, "rate of the control step (gate tick, holds)"),
+              "('' = $ROS_HOME/cityseeker/<node>.estop.json; `cityseeker run vehicle` uses OUT/ros/)"),
+    ParamSpec("terminate_confirmation", "", "set to \"CUT MOTORS\" right before calling ~/terminate (which cuts "
+              "the motors: the vehicle falls); every call clears it", read_only=False),
+    ParamSpec("connect_timeout_s", 3.0, "how long one connection attempt waits for the vehicle"),
+    ParamSpec("reconnect_period_s", 2.0, "seconds between reconnection attempts while the link is down"),
+    ParamSpec("link_timeout_s", 0.5, "a vehicle state older than this counts as a lost link (the bridge holds)"),
+    ParamSpec("velocity_period_s", 0.5, "a velocity command is re-sent this often while it stands"),
     ParamSpec("state_rate_hz", 10.0, "rate of ~/fix and ~/odom"),
-    ParamSpec("state_from_pose", False, "read the state from simGetVehiclePose (any vehicle, ComputerVision "
-              "mode) instead of getMultirotorState (no velocity then)"),
-    ParamSpec("camera", "", "AirSim camera to publish on ~/image ('' = no images)"),
-    ParamSpec("image_rate_hz", 2.0, "rate of ~/image (and ~/depth)"),
+    ParamSpec("image_rate_hz", 2.0, "rate of ~/image (and ~/depth) when the link has a camera (airsim: "
+              "link_params camera)"),
     ParamSpec("image_format", "jpeg", "~/image encoding: raw (sensor_msgs/Image rgb8), or jpeg/png "
               "(sensor_msgs/CompressedImage)"),
-    ParamSpec("depth", False, "also publish ~/depth (32FC1 metres, DepthPerspective)"),
-    ParamSpec("raw_channel_order", "bgr", "channel order of uncompressed AirSim images (rgb under Vulkan)"),
-    ParamSpec("frame_id", "map", "odometry frame: ENU metres about the anchor (REP 103)"),
+    ParamSpec("frame_id", "map", "odometry frame: ENU metres about the link's origin (REP 103)"),
     ParamSpec("child_frame_id", "base_link", "vehicle body frame (FLU), also the fix and camera frame"),
     ParamSpec("safety_period_s", 1.0, "~/safety is republished this often, and on every change"),
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
@@ -215,29 +212,15 @@ CAMERA_INGEST = (
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
 )
 
-WALKER = (
-    ParamSpec("data", "", "dataset folder with the street graph (places the walker's start)"),
-    DATASET,
-    CITY,
-    ParamSpec("start", "", "\"lat,lon\" where the walker starts; '' = node start_node"),
-    ParamSpec("start_node", "", "street-graph node where the walker starts; '' = the first episode's start"),
-    ParamSpec("speed_m_s", 0.0, "walking speed, m/s; 0 teleports to each goal (reproducible runs)"),
-    ParamSpec("noise_m", 0.0, "uniform GNSS noise of up to this many metres on each fix"),
-    ParamSpec("seed", 0, "seed of the GNSS noise"),
-    ParamSpec("fix_rate_hz", 20.0, "fixes per second on `fix`"),
-    ParamSpec("frame_id", "gps", "frame of the fixes"),
-)
-
 # Node names as the executables name them by default (and config/<name>.yaml's top-level key).
 NODES: dict[str, tuple[ParamSpec, ...]] = {
     "streetview_replay": STREETVIEW_REPLAY,
     "graph_localiser": GRAPH_LOCALISER,
     "camera_ingest": CAMERA_INGEST,
     "decision": VLM_DECISION,
-    "airsim_bridge": AIRSIM_BRIDGE,
+    "vehicle_bridge": VEHICLE_BRIDGE,
     "supervisor": SUPERVISOR,
     "evaluator": EVALUATOR,
-    "walker": WALKER,
 }
 
 

@@ -1,4 +1,4 @@
-"""One run of `cityseeker run benchmark|camera|airsim|bag` or `ros2 launch cityseeker_ros
+"""One run of `cityseeker run benchmark|camera|vehicle|bag` or `ros2 launch cityseeker_ros
 <kind>.launch.py`, as one typed object.
 
 `SETTINGS` is the single table of a run's settings. Each has one name: the launch argument, the
@@ -27,9 +27,9 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.ros import parameters
 
-KINDS = ("benchmark", "camera", "airsim", "bag")
-WORLD_RUNS = ("benchmark", "camera", "airsim")  # runs over a dataset's tasks, written to `out`
-LIVE_RUNS = ("camera", "airsim")
+KINDS = ("benchmark", "camera", "vehicle", "bag")
+WORLD_RUNS = ("benchmark", "camera", "vehicle")  # runs over a dataset's tasks, written to `out`
+LIVE_RUNS = ("camera", "vehicle")
 
 
 def _default(table: tuple[parameters.ParamSpec, ...], name: str) -> Any:
@@ -50,13 +50,13 @@ class RunConfig:
     source: str = "video"
     source_params: dict[str, Any] = field(default_factory=dict)
     fix_topic: str = "/fix"
-    walker: str = ""  # "" (fixes from a device) or "sim" (the walker node: core.vehicles.sim.SimulatedWalker)
-    # airsim
-    host: str = _default(parameters.AIRSIM_BRIDGE, "host")
-    port: int = _default(parameters.AIRSIM_BRIDGE, "port")
-    anchor: str = ""
-    motion: str = _default(parameters.AIRSIM_BRIDGE, "motion")
-    safety_config: str = _default(parameters.AIRSIM_BRIDGE, "safety_config")
+    walker: str = ""  # "" (fixes from a device) or "sim" (the vehicle bridge with the walker link)
+    # the vehicle (nodes/vehicle_bridge.py): its link's own settings are in link_params
+    link: str = ""
+    link_params: dict[str, Any] = field(default_factory=dict)
+    connection: str = ""  # shorthand for link_params connection (mavlink)
+    safety_config: str = _default(parameters.VEHICLE_BRIDGE, "safety_config")
+    estop_action: str = _default(parameters.VEHICLE_BRIDGE, "estop_action")
     altitude_m: float = _default(parameters.SUPERVISOR, "altitude_m")
     camera_params: dict[str, Any] = field(default_factory=dict)
     # bag
@@ -66,8 +66,9 @@ class RunConfig:
     views_topic: str = "/supervisor/decide_goal"
     images_topic: str = "/streetview_replay/images"
 
-    def anchor_object(self) -> dict[str, Any]:
-        return json_object("anchor", self.anchor)
+    def vehicle_params(self) -> dict[str, Any]:
+        """link_params with the connection shorthand merged."""
+        return {**self.link_params, **({"connection": self.connection} if self.connection else {})}
 
 
 # -- parsing one launch argument (a string) into the setting's type ------------------------------
@@ -195,23 +196,25 @@ SETTINGS: tuple[Setting, ...] = (
             _number),
     Setting("image_format", W, "view image format on the wire from the world or camera node to the decision "
             "node: raw, png (lossless) or jpeg (ros/convert.py)"),
-    Setting("source", ("camera",), "frame source: video, equirect, rig, replay, rosbag, airsim, topic"),
-    Setting("source_params", ("camera",), "JSON object of the frame source's settings", json_object,
+    Setting("source", ("camera", "vehicle"), "frame source: video, equirect, rig, replay, rosbag, airsim, topic "
+            "(vehicle: the airsim link's camera is the airsim source, camera_params)"),
+    Setting("source_params", ("camera", "vehicle"), "JSON object of the frame source's settings", json_object,
             flag="--source-param"),
     Setting("fix_topic", ("camera",), "the device's sensor_msgs/NavSatFix topic"),
-    Setting("walker", ("camera",), "sim: a simulated walker (nodes/walker.py) publishes the fixes on fix_topic "
-            "and follows the motion goals, for a run with no hardware; '' (default): a real device"),
-    Setting("host", ("airsim",), "AirSim RPC server host"),
-    Setting("port", ("airsim",), "AirSim RPC server port", _integer),
-    Setting("anchor", ("airsim",), "JSON: where AirSim's origin is in the world, e.g. "
-            '\'{"lat": 43.7384, "lon": 7.4246}\'', required=("airsim",)),
-    Setting("motion", ("airsim",), "teleport (set the pose at each node, reproducible) or fly (behind the "
-            "safety gate; needs safety_config)"),
-    Setting("safety_config", ("camera", "airsim"), "YAML safety config: geofence, limits (airsim: the bridge's "
-            "gate, required to fly; a seek: the supervisor rejects goals from outside its geofence; a camera "
-            "run without seek refuses it)"),
-    Setting("altitude_m", ("airsim",), "goal altitude above home, metres", _number),
-    Setting("camera_params", ("airsim",), "JSON object of the airsim frame source's settings (camera...)",
+    Setting("walker", ("camera",), "sim: a simulated walker (the vehicle bridge with the walker link) gives the "
+            "fixes and follows the motion goals, for a run with no hardware; '' (default): a real device"),
+    Setting("link", ("vehicle",), "vehicle link: airsim, mavlink or walker (docs/vehicles.md)", required=("vehicle",)),
+    Setting("link_params", ("vehicle",), "JSON object of the link's settings: airsim host, port, anchor, motion, "
+            "camera...; mavlink connection, flavour, system_id, takeoff_alt_m; walker start, speed_m_s",
+            json_object, flag="--link-param"),
+    Setting("connection", ("vehicle",), "the autopilot's MAVLink connection, e.g. udp://127.0.0.1:14540 "
+            "(shorthand for link_params connection)"),
+    Setting("safety_config", ("camera", "vehicle"), "YAML safety file: geofence, limits (vehicle: the bridge's "
+            "gate, required for a flying link, and the Seek supervisor's fence; camera: only a seek, which gives it "
+            "to the supervisor and the walker's bridge; a camera run without seek refuses it)"),
+    Setting("estop_action", ("vehicle",), "what the vehicle does on an e-stop: hold or land"),
+    Setting("altitude_m", ("vehicle",), "goal altitude above home, metres", _number),
+    Setting("camera_params", ("vehicle",), "JSON object of the airsim frame source's settings (camera...)",
             json_object, flag="--camera-param"),
     Setting("bag", ("bag",), "the recorded bag to play", required=("bag",), flag="bag"),
     Setting("out_bag", ("bag",), "bag to record the new decisions into (new)", required=("bag",)),
@@ -280,11 +283,26 @@ def checked(run: RunConfig) -> RunConfig:
         from cityseeker_ros.core.vehicles.safety.config import load_safety_config
 
         load_safety_config(run.safety_config)
-    if run.kind == "airsim":
-        run.anchor_object()
-        if run.motion not in ("teleport", "fly"):
-            raise ConfigError(f"motion must be teleport or fly, got {run.motion!r}")
+    if run.kind == "vehicle" or run.link:
+        check_vehicle(run)
     return run
+
+
+def check_vehicle(run: RunConfig) -> None:
+    """The vehicle's link, its settings and the safety file a flying link needs (the bridge
+    refuses to start without one; this says so before any process starts)."""
+    from cityseeker_ros.core.vehicles.bridge import ESTOP_ACTIONS
+    from cityseeker_ros.ros import vehicle_link
+
+    params = run.vehicle_params()
+    vehicle_link.check_link_name(run.link)
+    if run.link != "walker":  # the walker's start needs its world, which the node set adds
+        vehicle_link.check(run.link, params)
+    if vehicle_link.flying(run.link, params) and not run.safety_config:
+        raise ConfigError(f"safety_config is required for the {run.link} link (it flies): a YAML file with at "
+                          "least a geofence (config/safety.yaml is an example)")
+    if run.estop_action not in ESTOP_ACTIONS:
+        raise ConfigError(f"estop_action must be one of {', '.join(ESTOP_ACTIONS)}, got {run.estop_action!r}")
 
 
 def launch_arguments(kind: str) -> list[tuple[str, Optional[str], str]]:
@@ -296,6 +314,7 @@ def launch_arguments(kind: str) -> list[tuple[str, Optional[str], str]]:
 # differ from a camera run's (the documented use needs no hardware: the world rendered as the
 # camera). The walker, the budget and the start are the command's own options (cli.py).
 SEEK_SETTINGS = ("source", "source_params", "fix_topic", "safety_config", "decision_timeout_s")
+SEEK_VEHICLE = ("link", "link_params", "estop_action", "altitude_m", "camera_params")  # from --vehicle
 SEEK_DEFAULTS = {"source": "replay"}
 
 
@@ -305,12 +324,13 @@ def seek_config(benchmark: BenchmarkConfig, values: Mapping[str, Any]) -> RunCon
     `walker` and `out` by name (None: the default). `out` is only where node logs go ('' : a
     temporary folder). Not checked here: launcher.plan_seek checks the goal first, as the
     server would, then the rest (`checked`)."""
-    known = (*SEEK_SETTINGS, "walker", "out")
+    known = (*SEEK_SETTINGS, *SEEK_VEHICLE, "walker", "out")
     unknown = sorted(set(values) - set(known))
     if unknown:
         raise ConfigError(f"unknown setting(s) {', '.join(unknown)} for a seek; known: {', '.join(known)}")
     typed = {name: values[name] for name in known if values.get(name) is not None}
-    return RunConfig(kind="camera", benchmark=benchmark, **{**SEEK_DEFAULTS, **typed})
+    kind = "vehicle" if typed.get("link", "walker") != "walker" else "camera"  # the walker: a camera run's
+    return RunConfig(kind=kind, benchmark=benchmark, **{**SEEK_DEFAULTS, **typed})
 
 
 def with_benchmark(kind: str, benchmark: BenchmarkConfig, values: Mapping[str, Any]) -> RunConfig:
@@ -348,8 +368,8 @@ def add_cli_options(parser: Any, kind: str, names: Optional[tuple[str, ...]] = N
                                 help=s.description + " (repeatable)")
         else:
             kind_of = {_integer: int, _number: float}.get(s.parse, str)
-            parser.add_argument(s.cli_flag, dest=s.name, type=kind_of, required=kind in s.required,
-                                help=help_text)
+            parser.add_argument(s.cli_flag, dest=s.name, type=kind_of,
+                                required=kind in s.required and s.name not in (defaults or {}), help=help_text)
 
 
 def cli_values(args: Any, kind: str) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from cityseeker_ros.core.infra.stamp import Stamp
-from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
-from cityseeker_ros.core.vehicles.airsim.client import Kinematics
-from cityseeker_ros.core.vehicles.airsim.frames import quat_from_yaw
+from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.vehicles.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.link import VehicleState
 from cityseeker_ros.core.vehicles.safety import HOLD, Goal, Velocity
 from cityseeker_ros.ros import convert_vehicle as cv
 from cityseeker_ros.ros.schema import CommandMsg, parse, to_json
@@ -17,21 +17,31 @@ from cityseeker_ros.ros.schema import CommandMsg, parse, to_json
 STAMP = Stamp(sec=12, nanosec=5)
 
 
-def kinematics(yaw_enu: float, velocity=(1.0, 0.0, 0.5)) -> Kinematics:
-    return Kinematics(lat=43.7, lon=7.4, alt=12.5, position_enu=(3.0, -4.0, 2.5), velocity_enu=velocity,
-                      orientation_enu=quat_from_yaw(yaw_enu), heading_deg=0.0, timestamp_s=0.0)
+ORIGIN = (43.7, 7.4, 10.0)
 
 
-def test_fix_and_odometry():
-    k = kinematics(math.pi / 2)  # facing north
-    fix = cv.fix_from_kinematics(k, STAMP)
-    assert (fix.latitude, fix.longitude, fix.altitude, fix.header.frame_id) == (43.7, 7.4, 12.5, "base_link")
-    odom = cv.odometry_from_kinematics(k, STAMP)
+def state(yaw_enu_deg: float, velocity=(1.0, 0.0, 0.5)) -> VehicleState:
+    lat, lon = destination(ORIGIN[0], ORIGIN[1], 90.0 + 53.13010235415598, 5.0)  # 3 m east, 4 m south
+    return VehicleState(lat=lat, lon=lon, alt_m=2.5, heading_deg=None, roll_deg=None, pitch_deg=None,
+                        yaw_deg=yaw_enu_deg, velocity_enu=velocity, armed=True, mode="x", in_control=True,
+                        battery_fraction=None, autopilot_time_s=None, heartbeat_age_s=0.0, link_lost=False)
+
+
+def test_fix_and_odometry_from_any_links_state():
+    s = state(90.0)  # facing north
+    fix = cv.fix_from_state(s, STAMP, datum_alt_m=ORIGIN[2])
+    assert (fix.latitude, fix.longitude, fix.altitude, fix.header.frame_id) == (s.lat, s.lon, 12.5, "base_link")
+    odom = cv.odometry_from_state(s, ORIGIN, STAMP)
     p = odom.pose.pose.position
-    assert (p.x, p.y, p.z) == (3.0, -4.0, 2.5) and odom.header.frame_id == "map"
+    assert (p.x, p.y, p.z) == pytest.approx((3.0, -4.0, 2.5), abs=1e-3) and odom.header.frame_id == "map"
     assert odom.child_frame_id == "base_link"
+    o = odom.pose.pose.orientation
+    assert (o.w, o.x, o.y, o.z) == pytest.approx((math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)))
     t = odom.twist.twist.linear  # flying east while facing north: to the body's right (-y, FLU)
     assert (t.x, t.y, t.z) == pytest.approx((0.0, -1.0, 0.5), abs=1e-12)
+    unknown = VehicleState(None, None, None, None, None, None, None, (0.0, 0.0, 0.0), False, "", False, None, None,
+                           math.inf, False)
+    assert cv.fix_from_state(unknown, STAMP) is None and cv.odometry_from_state(unknown, ORIGIN, STAMP) is None
 
 
 @pytest.mark.parametrize("command", [Goal(1.0, 2.0, 3.0, 90.0, 2.0), Goal(1.0, 2.0), Velocity(1.0, -2.0, 0.5, 10.0),

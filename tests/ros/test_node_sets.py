@@ -48,12 +48,12 @@ def cli_run(*argv: str) -> run_config.RunConfig:
     ("benchmark", ("--dtw-threshold-m", "30"), "evaluator", "dtw_threshold_m", 30.0),
     ("benchmark", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
     ("camera", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
-    ("airsim", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
-    ("airsim", ("--altitude-m", "4"), "supervisor", "altitude_m", 4.0),
+    ("vehicle", ("--decision-timeout-s", "2.5"), "supervisor", "decision_timeout_s", 2.5),
+    ("vehicle", ("--altitude-m", "4"), "supervisor", "altitude_m", 4.0),
     ("benchmark", ("--per-category", "2"), "supervisor", "per_category", 2),
     ("benchmark", ("--image-format", "jpeg"), "streetview_replay", "image_format", "jpeg"),
     ("camera", ("--image-format", "png"), "camera_ingest", "image_format", "png"),
-    ("airsim", ("--image-format", "png"), "camera_ingest", "image_format", "png"),
+    ("vehicle", ("--image-format", "png"), "camera_ingest", "image_format", "png"),
     # the defaults come from one place
     ("benchmark", (), "streetview_replay", "image_format", VIEW_IMAGE_FORMAT),
     ("camera", (), "camera_ingest", "image_format", VIEW_IMAGE_FORMAT),
@@ -63,7 +63,7 @@ def cli_run(*argv: str) -> run_config.RunConfig:
     ("camera", ("--decision-timeout", "1"), "supervisor", "decision_timeout_s", 1.0),
 ])
 def test_a_setting_reaches_its_node_parameter_under_its_one_name(tmp_path, kind, argv, node, parameter, value):
-    extra = ("--anchor", '{"lat": 1, "lon": 2}') if kind == "airsim" else ()
+    extra = ("--link", "walker") if kind == "vehicle" else ()
     run = cli_run(kind, "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "out"), *extra, *argv)
     spec = next(n for n in node_sets.nodes(run) if n.name == node)
     assert spec.params[parameter] == value
@@ -83,17 +83,41 @@ def test_every_run_setting_has_one_spelling_on_the_command_line(tmp_path):
                 assert setting.cli_flag in flags, (kind, setting.name)
             else:
                 assert setting.name in dests, (kind, setting.name)
-        assert not {"--dtw-threshold", "--decision-timeout", "--altitude"} & flags, kind
+        old = {"--dtw-threshold", "--decision-timeout", "--altitude", "--anchor", "--host", "--motion"}
+        assert not old & flags, kind
 
 
 def test_an_airsim_runs_camera_gets_the_bridges_host_port_and_anchor(tmp_path):
-    run = cli_run("airsim", "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "o"),
-                  "--anchor", '{"lat": 1, "lon": 2}', "--host", "h", "--port", "7", "--camera-param", "camera=front")
+    run = cli_run("vehicle", "--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "o"),
+                  "--link", "airsim", "--link-param", 'anchor={"lat": 1, "lon": 2}', "--link-param", "host=h",
+                  "--link-param", "port=7", "--camera-param", "camera=front")
     by_name = {n.name: n for n in node_sets.nodes(run)}
     assert json.loads(by_name["camera_ingest"].params["source_params"]) == {
         "host": "h", "port": 7, "anchor": {"lat": 1, "lon": 2}, "camera": "front"}
-    assert by_name["airsim_bridge"].params["anchor"] == '{"lat": 1, "lon": 2}'
-    assert by_name["airsim_bridge"].params["estop_state_file"].endswith("o/ros/airsim_bridge.estop.json")
+    bridge = by_name["vehicle_bridge"].params
+    assert bridge["link"] == "airsim" and json.loads(bridge["link_params"])["anchor"] == {"lat": 1, "lon": 2}
+    assert bridge["estop_state_file"].endswith("o/ros/vehicle_bridge.estop.json")
+    assert by_name["graph_localiser"].remaps == (("fix", "/vehicle_bridge/fix"),)
+
+
+def test_every_vehicle_bridge_gets_the_safety_file_and_a_flying_link_needs_one(tmp_path):
+    """Before, a Seek on AirSim gave the safety file to the supervisor only: the bridge flew
+    unguarded. Now the bridge of a run or a seek always gets it, and a flying link without one
+    is refused before anything starts (the node refuses too: tests/ros/test_vehicle_bridge.py)."""
+    safety = str(Path(__file__).resolve().parents[2] / "config" / "safety.yaml")
+    base = ("--data", str(tmp_path), "--policy", "random", "--out", str(tmp_path / "o"))
+    fly = ("--link", "airsim", "--link-param", 'anchor={"lat": 1, "lon": 2}', "--link-param", "motion=fly")
+    run = cli_run("vehicle", *base, *fly, "--safety-config", safety)
+    for made in (node_sets.nodes(run), node_sets.seek_nodes(run)):
+        by_name = {n.name: n for n in made}
+        assert by_name["vehicle_bridge"].params["safety_config"] == safety
+    assert {n.name: n for n in node_sets.seek_nodes(run)}["supervisor"].params["safety_config"] == safety
+    walker = cli_run("camera", *base, "--walker", "sim", "--safety-config", safety)
+    assert {n.name: n for n in node_sets.seek_nodes(walker)}["vehicle_bridge"].params["safety_config"] == safety
+    with pytest.raises(ConfigError, match="safety_config is required for the airsim link"):
+        cli_run("vehicle", *base, *fly)
+    with pytest.raises(ConfigError, match="safety_config is required for the mavlink link"):
+        cli_run("vehicle", *base, "--link", "mavlink", "--connection", "udp://127.0.0.1:14540")
 
 
 def test_a_launch_file_leaves_the_task_list_to_the_supervisor_and_the_runner_passes_its_plan(tmp_path):
@@ -110,15 +134,15 @@ def test_unknown_settings_are_refused_listing_the_known(tmp_path):
     config = BenchmarkConfig(data=str(tmp_path), policy="random")
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) dtw_threshold for camera runs; known: out, "):
         run_config.with_benchmark("camera", config, {"out": "o", "dtw_threshold": 30})
-    with pytest.raises(ConfigError, match=r"unknown run kind 'drone'; known: benchmark, camera, airsim, bag"):
+    with pytest.raises(ConfigError, match=r"unknown run kind 'drone'; known: benchmark, camera, vehicle, bag"):
         run_config.settings("drone")
 
 
 def test_required_settings_and_bad_values_are_named(tmp_path):
     with pytest.raises(ConfigError, match="bag runs need out_bag"):
         run_config.from_settings("bag", {"bag": "b", "policy": "forward"})
-    with pytest.raises(ConfigError, match="airsim runs need anchor"):
-        run_config.with_benchmark("airsim", BenchmarkConfig(data=str(tmp_path), policy="random"), {"out": "o"})
+    with pytest.raises(ConfigError, match="vehicle runs need link"):
+        run_config.with_benchmark("vehicle", BenchmarkConfig(data=str(tmp_path), policy="random"), {"out": "o"})
     with pytest.raises(ConfigError, match="seeds: the number of seeds must be >= 1, got '0'"):
         run_config.from_launch("benchmark", {"data": str(tmp_path), "out": "o", "policy": "random", "seeds": "0"})
     with pytest.raises(ConfigError, match="unknown policy 'randm'; known: "):

@@ -65,7 +65,7 @@ def test_a_seek_that_ends_in_an_error_keeps_its_node_logs_and_names_them(monaco_
     assert f"seek: node logs kept in {kept / 'ros'}" in done.stderr.splitlines()
     assert "cityseeker: error: the run did not finish within 2 s" in done.stderr
     assert "interrupted" not in done.stderr and "result:" not in done.stdout
-    assert {p.name for p in (kept / "ros").glob("*.log")} >= {"walker.log", "supervisor.log", "decision.log"}
+    assert {p.name for p in (kept / "ros").glob("*.log")} >= {"vehicle_bridge.log", "supervisor.log", "decision.log"}
 
 
 def test_a_seek_given_out_keeps_its_node_logs_there_and_makes_no_temporary_folder(monaco_dir, ros_domain, tmp_path):

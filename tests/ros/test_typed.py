@@ -21,7 +21,7 @@ from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, PanoramaEntr
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import STOP, Environment, move, retrace
-from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.bridge import BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Goal, Velocity
 from cityseeker_ros.ros import convert, typed
 from cityseeker_ros.ros.bag_storage import typestore

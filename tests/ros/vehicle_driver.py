@@ -1,11 +1,11 @@
 """Test helper, run as its own ROS process: `python vehicle_driver.py PLAN.json OUT.json`.
 
-It stands in for the supervisor in front of an airsim_bridge: it beats the heartbeat, sends
+It stands in for the supervisor in front of a vehicle_bridge: it beats the heartbeat, sends
 commands, trips the e-stop, calls ~/reset_estop, and records every SafetyStatus, fix and odometry
 it receives with its arrival time on time.monotonic (CLOCK_MONOTONIC, the clock the test's
 AirSim protocol fake stamps its calls with). Everything runs in the main loop (spin_once).
 
-PLAN.json: {"bridge": "/airsim_bridge", "command": "/command", "heartbeat": "/heartbeat",
+PLAN.json: {"bridge": "/vehicle_bridge", "command": "/command", "heartbeat": "/heartbeat",
 "steps": [op, ...]} (the bridge's `command` and `heartbeat` as it resolves them) with ops:
   {"op": "heartbeat", "on": true, "rate_hz": 20}      start/stop beating
   {"op": "command", "goal": {...}} | {"hold": true}   one CommandMsg (core Goal fields)
@@ -33,7 +33,7 @@ from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool, Header
 from std_srvs.srv import Trigger
 
-from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.bridge import BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Goal
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.schema import CommandMsg, as_dict
@@ -154,7 +154,7 @@ class VehicleDriver(Node):
 def main(argv: list[str]) -> int:
     plan = json.loads(Path(argv[1]).read_text())
     rclpy.init()
-    driver = VehicleDriver(plan.get("bridge", "/airsim_bridge"), plan.get("command", "/command"),
+    driver = VehicleDriver(plan.get("bridge", "/vehicle_bridge"), plan.get("command", "/command"),
                            plan.get("heartbeat", "/heartbeat"))
     report: dict[str, Any] = {"steps": []}
     try:

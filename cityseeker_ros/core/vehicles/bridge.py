@@ -15,7 +15,11 @@ nothing safety does ever waits behind a call that may block:
 - telemetry: reads `link.state()` every `state_period_s`; a state older than `link_timeout_s`
   (a stalled call, a dead link) counts as a lost link, so the loss is seen within a second
   whatever the link call does;
-- connect: (re)connects the link (up to `connect_timeout_s`) without the safety thread waiting.
+- connect: (re)connects the link (up to `connect_timeout_s`) without the safety thread waiting,
+  and gives the vehicle the gate's geofence (`upload_fence`, with `fence_breach_action`) before
+  the bridge counts as connected, so the autopilot keeps the fence if this computer dies. A circle
+  goes up as the 16-gon around it (the autopilot's fence holds the gate's, so only the gate refuses
+  near the edge); a link without the `fence` capability skips it, said once in the status.
 
 What is reported is what was done: the status says "holding" only once the link's hold returned
 (or the vehicle reports itself held); a link lost mid-move reports that the hold is not
@@ -37,11 +41,20 @@ from typing import Optional, Union
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.stamp import Stamp
-from cityseeker_ros.core.vehicles.link import LinkError, PilotOverride, VehicleLink, VehicleState
+from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.vehicles.link import (
+    BREACH_ACTIONS,
+    Fence,
+    LinkError,
+    PilotOverride,
+    VehicleLink,
+    VehicleState,
+)
 from cityseeker_ros.core.vehicles.motion_door import MotionDoor, MotionDropped
 from cityseeker_ros.core.vehicles.safety.codes import Check, SafetyCode
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
 from cityseeker_ros.core.vehicles.safety.gate import SafetyGate, Verdict
+from cityseeker_ros.core.vehicles.safety.geofence import CircleFence, Geofence, PolygonFence
 
 log = logging.getLogger("cityseeker_ros.vehicle_bridge")
 
@@ -54,6 +67,7 @@ RETURNING = "return_to_launch"  # returning to launch on request
 TERMINATED = "terminated"  # motors cut on a confirmed request
 
 ESTOP_ACTIONS = ("hold", "land")  # cutting motors is never an e-stop action: see terminate()
+CIRCLE_VERTICES = 16  # a circular geofence goes to the autopilot as the polygon around it
 TERMINATE_CONFIRMATION = "CUT MOTORS"
 
 Clock = Callable[[], float]
@@ -101,10 +115,16 @@ class VehicleBridge:
                  rtl_battery_fraction: Optional[float] = None, safety_period_s: float = 0.05,
                  state_period_s: float = 0.1, link_timeout_s: float = 0.5, velocity_period_s: float = 0.5,
                  connect_timeout_s: float = 3.0, reconnect_period_s: float = 2.0, hold_timeout_s: float = 2.0,
-                 clock: Clock = time.monotonic, start: bool = True) -> None:
+                 fence_breach_action: str = "hold", clock: Clock = time.monotonic, start: bool = True) -> None:
         if estop_action not in ESTOP_ACTIONS:
             raise ConfigError(f"estop_action must be one of {', '.join(ESTOP_ACTIONS)} (cutting motors is a "
                               f"separate, confirmed request); got {estop_action!r}")
+        if fence_breach_action not in BREACH_ACTIONS:
+            raise ConfigError(f"fence_breach_action must be one of {', '.join(BREACH_ACTIONS)}; "
+                              f"got {fence_breach_action!r}")
+        self.fence_breach_action = fence_breach_action
+        self.fence: Optional[Fence] = None  # the geofence as the vehicle holds it, after a connect
+        self._fence_note: Optional[str] = None  # said once in the status: why the vehicle holds no fence
         self.link, self.gate, self.clock = link, gate, clock
         self.estop_action, self.rtl_battery_fraction = estop_action, rtl_battery_fraction
         self.safety_period_s, self.state_period_s = float(safety_period_s), float(state_period_s)
@@ -310,6 +330,10 @@ class VehicleBridge:
         command once), and the status. Called by the safety thread; callable from another (serialised)."""
         with self._tick_lock:
             status = self._tick(self.clock() if now is None else now)
+            if self._fence_note is not None and status.code != LINK_ERROR:
+                status = BridgeStatus(status.moving, status.code, f"{status.reason}; {self._fence_note}",
+                                      status.estop, status.connected)
+                self._fence_note = None
             with self._lock:
                 self._status = status
             return status
@@ -463,7 +487,8 @@ class VehicleBridge:
                 self._set_override(str(exc))
                 self._wake.set()
             except LinkError as exc:
-                self._link_failed(f"{type(command).__name__.lower()} failed: {exc}")
+                if self.door.epoch == epoch:  # else a hold superseded the call and the link refused the rest
+                    self._link_failed(f"{type(command).__name__.lower()} failed: {exc}")
             except Exception as exc:  # noqa: BLE001 - any failure is reported, never kills the thread
                 self._link_failed(f"{type(command).__name__.lower()} failed: {exc!r}")
             if isinstance(command, Velocity):
@@ -507,6 +532,23 @@ class VehicleBridge:
             if state.link_lost:
                 self._wake.set()
 
+    def _upload_fence(self) -> None:
+        """Give the autopilot the gate's geofence and ceiling (on every connect: a rebooted vehicle
+        may have lost it); a failed upload fails the connect, so nothing moves without it."""
+        if not self.capabilities.fence:
+            if self.fence is None and self._fence_note is None and not self._ever_connected:
+                self._fence_note = (f"the {self.link.name} link keeps no geofence on the vehicle: "
+                                    "only this bridge fences")
+                log.warning(self._fence_note)
+            return
+        polygon = autopilot_polygon(self.gate.geofence)
+        if polygon is None:
+            return
+        try:
+            self.fence = self.link.upload_fence(polygon, self.gate.geofence.max_altitude_m, self.fence_breach_action)
+        except LinkError as exc:
+            raise LinkError(f"geofence upload to the vehicle failed: {exc}") from None
+
     def _connect_loop(self) -> None:
         while not self._stop.wait(0.01):
             with self._lock:
@@ -526,6 +568,7 @@ class VehicleBridge:
                 pass
             try:
                 self.link.connect(self.connect_timeout_s)
+                self._upload_fence()
                 started = time.monotonic()
                 first = _Snapshot(self.link.state(), started)  # the gate fences from where it is
             except Exception as exc:  # noqa: BLE001 - reported, retried
@@ -545,3 +588,15 @@ class VehicleBridge:
             self._connect_attempts += 1
             self.connect_tried.set()
             self._wake.set()
+
+
+def autopilot_polygon(geofence: Geofence) -> Optional[list[tuple[float, float]]]:
+    """The (lat, lon) polygon an autopilot holds for `geofence`: a polygon as it is, a circle as the
+    CIRCLE_VERTICES-gon whose edges touch it (it contains the circle); None for no fence."""
+    if isinstance(geofence, PolygonFence):
+        return list(geofence.points)
+    if isinstance(geofence, CircleFence):
+        corner = geofence.radius_m / math.cos(math.pi / CIRCLE_VERTICES)
+        return [destination(geofence.lat, geofence.lon, 360.0 * i / CIRCLE_VERTICES, corner)
+                for i in range(CIRCLE_VERTICES)]
+    return None

@@ -9,6 +9,11 @@ link's hold, sends it again every `rehold_s` while a call admitted under an olde
 out (on links whose requests may overtake each other, such as AirSim's two connections), and once
 more after those calls returned. The hold never holds the lock while it calls the link, so a
 stalled motion call delays neither the hold nor the next epoch.
+
+A call admitted just before a hold may still be inside the link when the hold goes out. A link
+whose call sends several messages (MAVLink's take_control: a setpoint stream, then a mode change)
+asks `motion_allowed()` right before each send, under the lock its own hold takes, so that nothing
+it sends for a superseded call reaches the vehicle after the hold.
 """
 from __future__ import annotations
 
@@ -21,6 +26,14 @@ from typing import TypeVar
 from cityseeker_ros.core.vehicles.link import LinkError
 
 T = TypeVar("T")
+_call = threading.local()  # the door call this thread is running: its "still current" check
+
+
+def motion_allowed() -> bool:
+    """For a link: the motion call this thread runs for a door is still current (no hold or newer
+    job since it was admitted). True on a thread that runs no door call (a hold, a direct user)."""
+    check = getattr(_call, "check", None)
+    return check is None or check()
 
 
 class MotionDropped(Exception):
@@ -37,6 +50,7 @@ class MotionDoor:
         self._closed = False
         self.sent = 0  # motion calls admitted (for tests and diagnostics)
         self.dropped = 0
+        self.interrupted = 0  # holds that came while a motion call was out (the race the door exists for)
 
     @property
     def epoch(self) -> int:
@@ -57,9 +71,12 @@ class MotionDoor:
                 raise MotionDropped("a hold, a newer job or the safety gate came first")
             self._in_flight[epoch] += 1
             self.sent += 1
+        outer = getattr(_call, "check", None)
+        _call.check = lambda: not self._closed and self._epoch == epoch  # an int read: no lock needed
         try:
             return call()
         finally:
+            _call.check = outer
             with self._cond:
                 self._in_flight[epoch] -= 1
                 if self._in_flight[epoch] <= 0:
@@ -77,6 +94,7 @@ class MotionDoor:
             self._epoch += 1
             mine = self._epoch
             waited = self._older(mine) > 0
+            self.interrupted += waited
         hold()
         sent = 1
         deadline = time.monotonic() + self.hold_timeout_s

@@ -14,7 +14,10 @@
   still reports `heartbeat_age_s` for whoever wants a stricter rule.
 
 Every motion-related message (setpoints, arming, takeoff, mode changes, speed changes) leaves through
-`_send_motion`, the one place a caller's gate can be checked against.
+`_send_motion`, the one place a caller's gate can be checked against: a setpoint leaves only while the
+link holds control (a hold releases it before its mode change goes out, so the stream stops there),
+and a call run for a bridge's motion door sends nothing once a hold superseded it
+(`motion_door.motion_allowed`).
 """
 from __future__ import annotations
 
@@ -50,6 +53,7 @@ from cityseeker_ros.core.vehicles.mavlink.flavours import (
 )
 from cityseeker_ros.core.vehicles.mavlink.streamer import SetpointStreamer
 from cityseeker_ros.core.vehicles.mavlink.transport import parse_endpoint
+from cityseeker_ros.core.vehicles.motion_door import motion_allowed
 
 # POSITION_TARGET_TYPEMASK bits
 _IGNORE_POSITION = 1 | 2 | 4
@@ -59,6 +63,7 @@ _IGNORE_YAW, _IGNORE_YAW_RATE = 1024, 2048
 # Telemetry the link asks for (MAV_CMD_SET_MESSAGE_INTERVAL): ArduPilot sends little unless asked.
 STREAMS_HZ = {"GLOBAL_POSITION_INT": 10.0, "ATTITUDE": 10.0, "SYS_STATUS": 1.0}
 RELEASED, HELD, OVERRIDDEN = "released", "held", "overridden"
+_SETPOINTS = frozenset({"SET_POSITION_TARGET_GLOBAL_INT", "SET_POSITION_TARGET_LOCAL_NED"})  # sent only while HELD
 
 
 @dataclass(frozen=True)
@@ -269,6 +274,9 @@ class MavlinkLink(VehicleLink):
         with self._motion_lock:
             if self._control == OVERRIDDEN:
                 raise PilotOverride(self._override_reason or "a pilot took over")
+            if msg.get_type() in _SETPOINTS and self._control != HELD:
+                raise LinkError("setpoint not sent: the link released control (a hold, land or return)")
+            self._check_current()
             self._require_conn().send(msg)
             self.motion_sent += 1
 
@@ -289,14 +297,20 @@ class MavlinkLink(VehicleLink):
                       self.flavour.set_mode_params(mode))
 
     def _await_mode(self, mode: str) -> str:
-        """Wait (as long as a command may take) for a heartbeat showing `mode`; the mode last shown."""
+        """Wait (as long as a command may take) for a heartbeat showing `mode`; the mode last shown.
+        A superseded call stops waiting at once (a hold may have changed the mode before any heartbeat)."""
         deadline = time.monotonic() + self.command_timeout_s * (self.command_retries + 1)
         with self._owner_waiting():
             while True:
                 shown = self.state().mode
-                if shown == mode or time.monotonic() > deadline:
+                if shown == mode or time.monotonic() > deadline or not motion_allowed():
                     return shown
                 time.sleep(0.02)
+
+    def _check_current(self) -> None:
+        """A call run for a bridge's motion door that a hold has superseded sends nothing more."""
+        if not motion_allowed():
+            raise LinkError("motion not sent: a hold came after this call was decided")
 
     def _check_not_overridden(self) -> None:
         with self._motion_lock:
@@ -341,6 +355,7 @@ class MavlinkLink(VehicleLink):
         if old is not None:
             old.stop("take_control() started a new stream")
         with self._motion_lock:
+            self._check_current()  # a hold that came first keeps the vehicle: no stream, no mode change
             self._control, self._confirmed, self._override_reason = HELD, False, None
             streamer: SetpointStreamer[Setpoint] = SetpointStreamer(
                 self._send_setpoint, here, self.setpoint_hz, self.keepalive_s, name=f"{flavour.name} setpoint")
@@ -349,7 +364,9 @@ class MavlinkLink(VehicleLink):
             streamer.start()
             if flavour.needs_stream:
                 with streamer.owner_waiting():
-                    time.sleep(self.prestream_s)
+                    deadline = time.monotonic() + self.prestream_s
+                    while time.monotonic() < deadline and motion_allowed():
+                        time.sleep(0.01)
             self._set_mode(flavour.control_mode)
             shown = self._await_mode(flavour.control_mode)
             if shown != flavour.control_mode:
@@ -412,6 +429,7 @@ class MavlinkLink(VehicleLink):
                 raise LinkError(f"go_to: speed must be positive; got {speed_m_s}")
             self._command(f"speed {speed_m_s:g} m/s", mavlink.MAV_CMD_DO_CHANGE_SPEED, [1.0, speed_m_s, -1.0])
         setpoint = PositionSetpoint(float(lat), float(lon), float(alt_m), heading_deg)
+        self._check_current()
         streamer.set(setpoint)
         self._send_setpoint(setpoint)
 
@@ -421,6 +439,7 @@ class MavlinkLink(VehicleLink):
             raise LinkError(f"velocity: not a velocity: {east_m_s}, {north_m_s}, {up_m_s}, {yaw_rate_deg_s}")
         streamer = self._require_control("velocity")
         setpoint = VelocitySetpoint(float(east_m_s), float(north_m_s), float(up_m_s), float(yaw_rate_deg_s))
+        self._check_current()
         streamer.set(setpoint)
         self._send_setpoint(setpoint)
 
@@ -455,8 +474,10 @@ class MavlinkLink(VehicleLink):
         self._give_back(self.flavour.rtl_mode)
 
     def _give_back(self, mode: str) -> None:
-        """Hand the vehicle to one of the autopilot's own modes. The stream runs until the switch is
-        acknowledged, so PX4 never sees OFFBOARD without setpoints on the way out."""
+        """Hand the vehicle to one of the autopilot's own modes. Control is released before the mode
+        change goes out, so no setpoint follows it (the stream's next send is refused and it stops);
+        if the change is lost, the command's own retry comes well within PX4's offboard-loss time
+        (COM_OF_LOSS_T, 1 s), whose failsafe would stop the vehicle anyway."""
         with self._motion_lock:
             if self._control == OVERRIDDEN:
                 raise PilotOverride(self._override_reason or "a pilot took over")

@@ -14,15 +14,9 @@ import pytest
 
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
-from cityseeker_ros.core.vehicles.airsim.bridge import (
-    LINK_ERROR,
-    UNSUPPORTED,
-    AirSimBridge,
-    BridgeLink,
-    BridgeStatus,
-    enu_velocity_to_airsim,
-    status_level,
-)
+from cityseeker_ros.core.vehicles.airsim.link import AirSimVehicleLink, BridgeLink, enu_velocity_to_airsim
+from cityseeker_ros.core.vehicles.bridge import LINK_ERROR, UNSUPPORTED, BridgeStatus, VehicleBridge, status_level
+from cityseeker_ros.core.vehicles.link import LinkError
 from cityseeker_ros.core.vehicles.safety import HOLD, EStop, Goal, LatchFile, SafetyConfig, SafetyGate, Velocity
 from tests.core.vehicles.airsim.fake_flight import MOTION, FlightFake
 
@@ -52,6 +46,42 @@ def flight():
     server = FlightFake()
     yield server
     server.close()
+
+
+class AirSimBridge:
+    """The generic bridge (core/vehicles/bridge.py) over the AirSim vehicle link, with a tick the
+    test calls (`step`) and the link's own reads on the test's thread (`kinematics`, `grab`)."""
+
+    def __init__(self, gate: SafetyGate, anchor: Anchor, factory, motion: str = "teleport",
+                 motion_params=None, clock=time.monotonic, **bridge) -> None:
+        self.link = AirSimVehicleLink(anchor, factory, motion, motion_params)
+        self.bridge = VehicleBridge(self.link, gate, clock=clock, **bridge)
+        self.gate = gate
+
+    def __getattr__(self, name: str):  # command, heartbeat, trip_estop, reset_estop, holds, close...
+        return getattr(self.bridge, name)
+
+    @property
+    def altitude_m(self):
+        state = self.bridge.state
+        return None if state is None else state.alt_m
+
+    def step(self, now=None) -> BridgeStatus:
+        self.bridge.connect_tried.wait(self.bridge.connect_timeout_s + 2.0)
+        return self.bridge.tick(now)
+
+    def kinematics(self):
+        self.bridge.connect_tried.wait(self.bridge.connect_timeout_s + 2.0)
+        if not self.bridge.connected:
+            return None
+        try:
+            self.link.state()
+        except LinkError:
+            return None
+        return self.link.kinematics
+
+    def grab(self, camera: str, depth: bool = False):
+        return self.link.grab(camera, depth=depth) if self.bridge.connected else None
 
 
 def make_bridge(flight: FlightFake, client_name: str, motion: str = "fly", clock: Clock | None = None,

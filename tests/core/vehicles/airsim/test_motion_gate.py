@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from cityseeker_ros.core.vehicles.airsim.bridge import BridgeLink
 from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
+from cityseeker_ros.core.vehicles.airsim.link import BridgeLink
 from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionCancelled, MotionGate
 from tests.core.vehicles.airsim.fake_flight import MOTION, FlightFake
 

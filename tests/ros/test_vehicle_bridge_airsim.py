@@ -1,4 +1,4 @@
-"""The airsim_bridge node as a real process over DDS on loopback, against the protocol fake of
+"""The vehicle_bridge node with the airsim link as a real process over DDS on loopback, against the protocol fake of
 AirSim's RPC server (tests/core/vehicles/airsim/fake_flight.py): a protocol fake, not the simulator. It
 speaks AirSim's msgpack-rpc wire protocol, runs in this (rclpy-free) pytest process and stamps
 every call with time.monotonic; a driver process (tests/ros/vehicle_driver.py) stands in for the
@@ -36,7 +36,8 @@ from tests.core.vehicles.airsim.fake_flight import MOTION, FlightFake
 pytest.importorskip("cosysairsim", reason="the AirSim client library (test extra) is not installed")
 
 ANCHOR = Anchor(lat=43.7384, lon=7.4246, alt=10.0, yaw_offset_deg=25.0)
-BRIDGE = "cityseeker_ros.nodes.airsim_bridge"
+BRIDGE = "cityseeker_ros.nodes.vehicle_bridge"
+LINK_KEYS = ("motion", "camera", "motion_params", "state_from_pose")  # the airsim link's, in link_params
 HOLD_WITHIN_S = 1.0
 
 
@@ -61,13 +62,15 @@ def anchor_json() -> str:
                        "yaw_offset_deg": ANCHOR.yaw_offset_deg})
 
 
-def start_bridge(ros_processes, flight: FlightFake, name: str = "airsim_bridge", **params: Any) -> subprocess.Popen:
+def start_bridge(ros_processes, flight: FlightFake, name: str = "vehicle_bridge", **params: Any) -> subprocess.Popen:
     """JSON-valued parameters go through a params file: `-p` parses its value as YAML first. The
-    e-stop state file is the test's own unless given."""
-    values = {"port": flight.port, "client": "cosysairsim", "anchor": anchor_json(), "state_rate_hz": 20.0,
+    e-stop state file is the test's own unless given; the airsim link's own settings go in link_params."""
+    link = {"port": flight.port, "client": "cosysairsim", "anchor": json.loads(anchor_json()),
+            **{k: params.pop(k) for k in LINK_KEYS if k in params}}
+    values = {"link": "airsim", "link_params": json.dumps(link), "state_rate_hz": 20.0,
               "estop_state_file": str(ros_processes.logs / "estop.json"), **params}
     params_file = ros_processes.logs / f"{name}.yaml"
-    params_file.write_text(json.dumps({"airsim_bridge": {"ros__parameters": values}}))  # JSON is YAML
+    params_file.write_text(json.dumps({"vehicle_bridge": {"ros__parameters": values}}))  # JSON is YAML
     return ros_processes.node(BRIDGE, "--params-file", str(params_file), name=name)
 
 
@@ -271,7 +274,7 @@ def test_a_latched_estop_survives_sigkill_and_restart(ros_processes, flight, tmp
     os.kill(first.pid, signal.SIGKILL)
     first.wait(30)
     restarted = flight.timed()[-1][0]
-    start_bridge(ros_processes, flight, name="airsim_bridge2", motion="fly", safety_config=str(safety))
+    start_bridge(ros_processes, flight, name="vehicle_bridge2", motion="fly", safety_config=str(safety))
     report = drive(ros_processes, {"steps": [
         {"op": "heartbeat", "on": True, "rate_hz": 20},
         {"op": "commands", "goal": g2, "period_s": 0.1, "for_s": 2.0},   # 1: the supervisor repeats its goal
@@ -311,6 +314,6 @@ def test_a_restarted_bridge_hears_an_estop_still_held_on_the_topic(ros_processes
     os.kill(first.pid, signal.SIGKILL)
     first.wait(30)
     state.unlink()
-    start_bridge(ros_processes, flight, name="airsim_bridge2")
+    start_bridge(ros_processes, flight, name="vehicle_bridge2")
     assert wait_until(state.is_file), ros_processes.log_text()  # latched again, from the topic alone
     assert json.loads(state.read_text())["reason"] == "e-stop from /estop: e-stop topic true"

@@ -1,4 +1,5 @@
-"""`cityseeker run airsim` end to end against the AirSim protocol fake (tests/core/vehicles/airsim/
+"""`cityseeker run vehicle --link airsim` (alias `run airsim`) end to end against the AirSim protocol
+fake (tests/core/vehicles/airsim/
 fake_flight.py: it speaks AirSim's msgpack-rpc wire protocol and keeps one vehicle pose; it is a
 protocol fake, not the simulator, and runs in this rclpy-free pytest process).
 
@@ -31,10 +32,11 @@ CAMERA_LINKS = ("simGetImages", "getMultirotorState")
 
 
 def run_airsim(fake: FlightFake, out, ros_domain: int, anchor: dict, *flags: str) -> subprocess.CompletedProcess:
-    """`cityseeker run airsim` against the fake, teleporting unless `flags` say otherwise."""
+    """`cityseeker run airsim` (= run vehicle --link airsim) against the fake, teleporting unless `flags`
+    say otherwise."""
     return subprocess.run(
-        [sys.executable, "-m", "cityseeker_ros.cli", "run", "airsim", *flags, "--port", str(fake.port),
-         "--anchor", json.dumps(anchor), "--camera-param", "settle_s=0", "--out", str(out),
+        [sys.executable, "-m", "cityseeker_ros.cli", "run", "airsim", *flags, "--link-param", f"port={fake.port}",
+         "--link-param", f"anchor={json.dumps(anchor)}", "--camera-param", "settle_s=0", "--out", str(out),
          "--domain-id", str(ros_domain), "--timeout", "200"],
         cwd=REPO, capture_output=True, text=True, timeout=260)
 
@@ -42,7 +44,7 @@ def run_airsim(fake: FlightFake, out, ros_domain: int, anchor: dict, *flags: str
 def start_driver(tmp_path, ros_domain: int, steps: list[dict]):
     """tests/ros/vehicle_driver.py playing `steps` against the bridge; its report: driver_out.json."""
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"bridge": "/airsim_bridge", "command": "/supervisor/command", "steps": steps}))
+    plan.write_text(json.dumps({"bridge": "/vehicle_bridge", "command": "/supervisor/command", "steps": steps}))
     command = ros.python_module_command("tests.ros.vehicle_driver", str(plan), str(tmp_path / "driver_out.json"))
     return ros.spawn(command, ros.ros_env(domain_id=ros_domain), stdout=open(tmp_path / "driver.log", "w"),
                      stderr=subprocess.STDOUT, cwd=REPO)
@@ -56,7 +58,7 @@ def test_a_drone_flies_the_tasks_through_the_bridge(monaco_dir, ros_domain, tmp_
     fake = FlightFake()
     try:
         out = tmp_path / "ros"
-        result = run_airsim(fake, out, ros_domain, anchor, *flags, "--motion", "teleport")
+        result = run_airsim(fake, out, ros_domain, anchor, *flags, "--link-param", "motion=teleport")
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         got, expected = records(out), records(tmp_path / "cli")
         assert [{k: r[k] for k in COMPARED} for r in got] == [{k: r[k] for k in COMPARED} for r in expected]
@@ -101,7 +103,8 @@ def test_an_estop_during_a_flown_run_stops_every_motion_until_reset(monaco_dir, 
     ])
     try:
         result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",
-                            "--limit", "1", "--max-steps", "3", "--motion", "fly", "--safety-config", str(safety))
+                            "--limit", "1", "--max-steps", "3", "--link-param", "motion=fly",
+                            "--safety-config", str(safety))
         assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text()
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         s = json.loads(report_file.read_text())["steps"]
@@ -119,7 +122,7 @@ def test_an_estop_during_a_flown_run_stops_every_motion_until_reset(monaco_dir, 
         assert "simSetCameraPose" in [name for _, name, _ in fake.timed()]  # the camera did look around
         assert len(records(out)) == 1
         assert fake.timed("moveToPosition", after=s[5]["t"]), "the run flew on after the reset"
-        assert not (out / "ros" / "airsim_bridge.estop.json").exists()
+        assert not (out / "ros" / "vehicle_bridge.estop.json").exists()
     finally:
         ros.stop(driver)
         fake.close()
@@ -132,7 +135,7 @@ def test_a_runner_restarted_on_a_latched_estop_does_not_fly_until_reset(monaco_d
     graph = load_dataset(monaco_dir)[0].graph
     anchor = {"lat": graph.frame.lat0, "lon": graph.frame.lon0}
     out = tmp_path / "ros"
-    latch = out / "ros" / "airsim_bridge.estop.json"
+    latch = out / "ros" / "vehicle_bridge.estop.json"
     latch.parent.mkdir(parents=True)
     EStop(LatchFile(latch)).trigger("/estop", "before the runner died")
     report_file = tmp_path / "driver_out.json"
@@ -144,12 +147,12 @@ def test_a_runner_restarted_on_a_latched_estop_does_not_fly_until_reset(monaco_d
     ])
     try:
         result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",
-                            "--limit", "1", "--max-steps", "3", "--motion", "teleport")
+                            "--limit", "1", "--max-steps", "3", "--link-param", "motion=teleport")
         assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text()
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         s = json.loads(report_file.read_text())["steps"]
         assert s[0]["ok"] and "before the runner died" in s[0]["safety"]["reason"] and s[2]["success"], s
-        assert "starting with the e-stop latched" in (out / "ros" / "airsim_bridge.log").read_text()
+        assert "starting with the e-stop latched" in (out / "ros" / "vehicle_bridge.log").read_text()
         latched = [name for t, name, _ in fake.timed() if t < s[2]["t"]]
         assert "getMultirotorState" in latched  # connected all along
         assert [m for m in latched if moves_vehicle(m) and m != "hover"] == [], latched
