@@ -4,7 +4,7 @@ On the wire each concept travels as its cityseeker_interfaces message and, in Py
 type: a core dataclass where the core has the concept (core.loop.view_set.ViewSet, Answer and
 EpisodeBrief, core.tasks.environment.Action, core.vehicles.safety.commands.Goal/Velocity/Hold,
 core.loop.state_machine.SupervisorStatus, core.loop.guidance.Guidance,
-core.sensing.localisation.Localisation, core.vehicles.airsim.bridge.BridgeStatus,
+core.sensing.localisation.Localisation, core.vehicles.bridge.BridgeStatus,
 core.infra.stamp.Stamp), else a record below
 (ros/typed.py converts, one function pair per concept). This module imports neither rclpy nor
 message packages: evaluators and bag tools use the records without ROS.
@@ -34,7 +34,7 @@ from cityseeker_ros.core.loop.state_machine import SupervisorStatus
 from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, ViewSet
 from cityseeker_ros.core.sensing.localisation import Localisation
 from cityseeker_ros.core.tasks.environment import Action
-from cityseeker_ros.core.vehicles.airsim.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.bridge import BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
 
 VERSION = 1

@@ -3,7 +3,7 @@ the wire types meet the types the nodes, bag tools and tests work with. That typ
 dataclass (core.loop.view_set.ViewSet and Answer, core.tasks.environment.Action,
 core.vehicles.safety.commands.Goal/Velocity/Hold,
 core.loop.state_machine.SupervisorStatus, core.loop.guidance.Guidance,
-core.sensing.localisation.Localisation, core.vehicles.airsim.bridge.BridgeStatus) or, where
+core.sensing.localisation.Localisation, core.vehicles.bridge.BridgeStatus) or, where
 the core has no such concept, a record of ros.schema; one to_ros/from_ros pair per concept.
 
 The Python types validate what a message cannot (a move names an index, a decision carries an
@@ -37,7 +37,7 @@ from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, PanoramaEntr
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import Action
-from cityseeker_ros.core.vehicles.airsim.bridge import LINK_ERROR, BridgeStatus
+from cityseeker_ros.core.vehicles.bridge import LINK_ERROR, BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Velocity
 from cityseeker_ros.ros.schema import ActionMsg, CommandMsg, EpisodeMsg, MapOrigin, OutcomeMsg
 
