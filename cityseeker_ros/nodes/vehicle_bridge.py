@@ -105,6 +105,8 @@ class VehicleBridgeNode(Node):
             rtl_battery_fraction=safety.rtl_battery_fraction, link_timeout_s=rates["link_timeout_s"],
             connect_timeout_s=rates["connect_timeout_s"], reconnect_period_s=rates["reconnect_period_s"],
             velocity_period_s=rates["velocity_period_s"], state_period_s=min(0.1, 1.0 / rates["state_rate_hz"]))
+        self._said = f"{vehicle_link.SAID}" if flying else ""  # lines the runner prints for a flying link
+        self._bridge.on_event = lambda line: self.get_logger().info(f"{self._said}{line}")
         self._status: Optional[BridgeStatus] = None
         self._commands = self._rejected = self._heartbeats = 0
         self._image_error: Optional[str] = None
@@ -134,7 +136,9 @@ class VehicleBridgeNode(Node):
         self.create_timer(rates["safety_period_s"], self._publish_safety)
         self.create_timer(rates["diagnostics_period_s"], self._publish_diagnostics)
         guard = f"gated by {p['safety_config']}" if self._guarded else "e-stop only"
-        self.get_logger().info(f"{p['link']} link, {guard}; connecting")
+        where = getattr(getattr(setup.link, "endpoint", None), "describe", lambda: "")()
+        waiting = f"; waiting for the autopilot's heartbeat on {where}" if where else "; connecting"
+        self.get_logger().info(f"{self._said}{p['link']} link, {guard}{waiting}")
 
     def _estop_state_file(self, value: str) -> Path:
         """The parameter, or one file per node under $ROS_HOME (~/.ros), ROS's folder for state."""
@@ -216,7 +220,7 @@ class VehicleBridgeNode(Node):
         if self._bridge.connected and not self._connected_said:
             self._connected_said = True
             report = getattr(self._setup.link, "report", None)
-            self.get_logger().info("connected" + (f": {report.summary()}" if report is not None else ""))
+            self.get_logger().info(f"{self._said}connected" + (f": {report.summary()}" if report is not None else ""))
         if changed:
             self._publish_safety()
             if status.code == LINK_ERROR:

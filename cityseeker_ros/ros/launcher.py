@@ -29,9 +29,9 @@ from cityseeker_ros.core.sensing.camera import FRAME_SOURCES, make_frame_source
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser
 from cityseeker_ros.core.tasks.episode import World
 from cityseeker_ros.ros import env as ros
-from cityseeker_ros.ros import node_sets
+from cityseeker_ros.ros import node_sets, vehicle_link
 from cityseeker_ros.ros.run_config import RunConfig, checked
-from cityseeker_ros.ros.runner import NodeSpec, RunFailed, Runner
+from cityseeker_ros.ros.runner import LOG_PREFIX, NodeSpec, RunFailed, Runner
 from cityseeker_ros.ros.seek_outcome import EXIT_ERROR, SeekOutcome, exit_code, rejection, write_json
 
 
@@ -79,6 +79,32 @@ def progress_line(record: dict[str, Any], index: int, total: int) -> str:
     line = (f"episode {index}/{total} {record['episode_id']} seed {record['seed']}: {ending} after "
             f"{record['steps']} steps{where}: {'success (within 50 m)' if reached else 'not reached'}")
     return line + (f" ({' '.join(str(record['error']).split())[:200]})" if record.get("error") else "")
+
+
+class BridgeSays:
+    """The vehicle bridge's lines for the person running the stack (vehicle_link.SAID: the autopilot's
+    heartbeat, arming, takeoff, the control mode), read from its log as it grows and printed; only
+    for a flying link (a walker says nothing worth a line). Called from the runner's poll: never True."""
+
+    def __init__(self, logs: Path, nodes: Iterable[NodeSpec], log: Callable[[str], None] = print) -> None:
+        bridge = next((n for n in nodes if n.name == node_sets.BRIDGE), None)
+        params = json.loads(bridge.params.get("link_params") or "{}") if bridge is not None else {}
+        self.on = bridge is not None and vehicle_link.flying(str(bridge.params.get("link", "")), params)
+        self.path, self.log, self._offset = Path(logs) / f"{node_sets.BRIDGE}.log", log, 0
+
+    def __call__(self) -> bool:
+        if not self.on or not self.path.is_file():
+            return False
+        with open(self.path, "rb") as handle:
+            handle.seek(self._offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        for line in data[:end].decode("utf-8", "replace").splitlines():
+            text = LOG_PREFIX.sub("", line.strip())
+            if text.startswith(vehicle_link.SAID):
+                self.log(text)
+        return False
 
 
 WAITING_NOTE_S = 15.0
@@ -165,8 +191,10 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
               flush=True)
         with Runner(nodes, out / "ros", ros.ros_env(domain_id=domain_id_used), single_process=single_process) as runner:
             runner.start()
-            runner.watch(Completion(out, wanted, log=lambda line: print(line, flush=True), quiet=done,
-                                    waiting=runner.activity), timeout_s)
+            says = BridgeSays(out / "ros", nodes, log=lambda line: print(line, flush=True))
+            completion = Completion(out, wanted, log=lambda line: print(line, flush=True), quiet=done,
+                                    waiting=runner.activity)
+            runner.watch(lambda: says() or completion(), timeout_s)
     return json.loads((out / SUMMARY_FILE).read_text(encoding="utf-8"))
 
 
@@ -354,10 +382,12 @@ def _seek(plan: SeekPlan, logs: Path, temporary: bool, max_steps: int, result_fi
             runner.start()
             client = ros.spawn(ros.python_module_command("cityseeker_ros.nodes.seek_client", *client_args), env,
                                die_with_parent=True)
+            says = BridgeSays(logs, plan.nodes, log=lambda line: print(line, flush=True))
             try:
-                runner.watch(lambda: client.poll() is not None, timeout_s)
+                runner.watch(lambda: says() or client.poll() is not None, timeout_s)
             finally:
                 _stop_client(client)
+                says()
     return int(client.returncode)
 
 

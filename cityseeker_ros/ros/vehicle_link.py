@@ -24,6 +24,10 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.link import LINKS, VehicleLink
 
 VEHICLE_LINKS = ("airsim", "mavlink", "walker")
+# The vehicle bridge's lines for the person running the stack (what it waits for: the autopilot's
+# heartbeat, arming, takeoff, the control mode): `cityseeker seek` and `run vehicle` print the node's
+# log lines that start with this (ros/launcher.py's BridgeSays), for a flying link.
+SAID = "vehicle: "
 Origin = tuple[float, float, float]  # lat, lon, alt: odometry's ENU origin and the fix altitude's datum
 
 

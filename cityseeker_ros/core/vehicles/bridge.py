@@ -65,6 +65,9 @@ PILOT_OVERRIDE = "pilot_override"  # the autopilot left the stack's mode: the st
 LOW_BATTERY = "low_battery"  # below the safety file's rtl_battery_fraction: returning to launch
 RETURNING = "return_to_launch"  # returning to launch on request
 TERMINATED = "terminated"  # motors cut on a confirmed request
+ARMING_DENIED = "arming_denied"  # the flying start: the autopilot refused to arm (its words in the reason)
+TAKEOFF_FAILED = "takeoff_failed"  # the flying start: the takeoff was refused or did not reach its height
+ON_GROUND_M = 0.5  # below this height above home a vehicle with arm and takeoff takes off before a goal
 
 ESTOP_ACTIONS = ("hold", "land")  # cutting motors is never an e-stop action: see terminate()
 CIRCLE_VERTICES = 16  # a circular geofence goes to the autopilot as the polygon around it
@@ -157,6 +160,14 @@ class VehicleBridge:
         self._status = BridgeStatus(False, LINK_ERROR, "connecting to the vehicle", gate.estop.latched, False)
         self.holds = 0  # stop actions issued (for diagnostics and tests)
         self.stops: list[str] = []  # every stop action issued, in order
+        # The flying start (arm, take off, take control before a goal): what it says, as it happens
+        # (`on_event`, called on the motion thread: the node logs it), and a refusal kept in the
+        # status until a new decision: (the command it was for, code, reason).
+        self.on_event: Optional[Callable[[str], None]] = None
+        self.events: list[tuple[float, str]] = []  # (monotonic, line)
+        self.takeoff_timeout_s = 30.0
+        self._start_failed: Optional[tuple[Command, str, str]] = None
+        self._starting: Optional[Command] = None  # the goal whose flying start runs (its speed may be re-clamped)
         self._threads = [threading.Thread(target=target, name=f"vehicle-{name}", daemon=True)
                          for name, target in (("safety", self._safety_loop), ("motion", self._motion_loop),
                                               ("telemetry", self._telemetry_loop), ("connect", self._connect_loop))]
@@ -385,9 +396,14 @@ class VehicleBridge:
             first = self._stop_with("hold", code, reason, estop)
             if self._done != "hold":
                 return first
+        failed = self._start_failed
+        if failed is not None and isinstance(command, Goal):  # a refused flying start is not retried
+            if failed[0] == command:                          # for the same goal, only for a new one
+                return BridgeStatus(False, failed[1], failed[2], estop, True)
+            self._start_failed = None
         if isinstance(command, Hold):
             return self._stop_with("hold", code, reason, estop)
-        if command != self._sent:
+        if command != self._sent and not _same_place(command, self._starting):
             self._submit(command)
         self._keepalive()
         return BridgeStatus(True, code, reason, estop, True)
@@ -460,13 +476,14 @@ class VehicleBridge:
 
     # -- the motion thread ------------------------------------------------------------------------
 
-    def _still_allowed(self, command: Command) -> Callable[[], bool]:
+    def _still_allowed(self, command: Command, same_place: bool = False) -> Callable[[], bool]:
         """Asked by the door right before the call: the gate, now, still lets this very command through."""
         def allowed() -> bool:
             with self._lock:
                 if self._override is not None or self._lost_reason() is not None:
                     return False
-            return self._verdict().command == command and not self.gate.estop.latched
+            now = self._verdict().command
+            return (_same_place(now, command) if same_place else now == command) and not self.gate.estop.latched
         return allowed
 
     def _motion_loop(self) -> None:
@@ -500,10 +517,31 @@ class VehicleBridge:
         return bool(getattr(self.link, "velocity_blocks", False))
 
     def _run(self, command: Command, epoch: int) -> None:
-        allowed = self._still_allowed(command)
         snap = self._snapshot
-        if self.capabilities.take_control and (snap is None or not snap.state.in_control):
+        now = self._needs_flying_start(snap)
+        if now is None:
+            self._fly(command, epoch, self._still_allowed(command), snap, started=False)
+            return
+        # While it climbs, the gate re-clamps the goal's speed to the height it is at: the same goal
+        # (place, height, heading) keeps the start going; anything else stops it. Once it flies, the
+        # goal with the speed clamped now follows as a job of its own.
+        self._starting = command
+        try:
+            loose = self._still_allowed(command, same_place=True)
+            if self._flying_start(command, epoch, loose, now):
+                self._fly(command, epoch, loose, snap, started=True)
+        finally:
+            self._starting = None
+            self._wake.set()
+
+    def _fly(self, command: Command, epoch: int, allowed: Callable[[], bool], snap: Optional[_Snapshot],
+             started: bool) -> None:
+        if self.capabilities.take_control and (started or snap is None or not snap.state.in_control):
+            if started:
+                self._say("taking control (the autopilot's control mode, with the setpoint stream)")
             self.door.send(epoch, allowed, lambda: self.link.take_control())
+            if started:
+                self._say(f"in control ({self._mode()}): flying the goal")
         if self._commanding_since is None:
             self._commanding_since = time.monotonic()
         if isinstance(command, Goal):
@@ -512,6 +550,66 @@ class VehicleBridge:
         else:
             self.door.send(epoch, allowed, lambda: self.link.velocity(
                 command.east_m_s, command.north_m_s, command.up_m_s, command.yaw_rate_deg_s))
+
+    def _needs_flying_start(self, snap: Optional[_Snapshot]) -> Optional[VehicleState]:
+        """A link that arms and takes off, disarmed or on the ground (as it says now, not as the last
+        telemetry tick saw it): its state, and it takes off before any goal; else None."""
+        if snap is None or not (self.capabilities.arm and self.capabilities.takeoff):
+            return None
+        try:
+            state = self.link.state()
+        except LinkError:
+            state = snap.state
+        on_ground = not state.armed or (state.alt_m is not None and state.alt_m < ON_GROUND_M)
+        return state if on_ground else None
+
+    def _say(self, line: str) -> None:
+        self.events.append((time.monotonic(), line))
+        log.info(line)
+        if self.on_event is not None:
+            try:
+                self.on_event(line)
+            except Exception:  # noqa: BLE001 - a listener never stops the flight
+                log.exception("flying start listener failed")
+
+    def _mode(self) -> str:
+        try:
+            return self.link.state().mode
+        except LinkError:
+            return "mode unknown"
+
+    def _flying_start(self, command: Command, epoch: int, allowed: Callable[[], bool], state: VehicleState) -> bool:
+        """Arm (if disarmed) and take off to the link's configured height, each through the door. A
+        refusal (the autopilot's words) becomes the status, kept for this goal; nothing else is sent."""
+        started = time.monotonic()
+        if not state.armed:
+            self._say("arming")
+            try:
+                self.door.send(epoch, allowed, lambda: self.link.arm())
+            except PilotOverride:
+                raise
+            except LinkError as exc:
+                return self._start_refused(command, ARMING_DENIED, f"{exc}; not flying this goal")
+            self._say(f"armed in {time.monotonic() - started:.1f} s")
+        height = getattr(self.link, "takeoff_alt_m", None)
+        self._say("taking off" + (f" to {height:g} m" if height is not None else ""))
+        climb = time.monotonic()
+        try:
+            self.door.send(epoch, allowed, lambda: self.link.takeoff(None, self.takeoff_timeout_s))
+        except PilotOverride:
+            raise
+        except LinkError as exc:
+            if self.door.epoch != epoch:  # a hold came during the climb: it speaks for itself
+                raise MotionDropped(str(exc)) from None
+            return self._start_refused(command, TAKEOFF_FAILED, f"{exc}; not flying this goal")
+        self._say(f"took off in {time.monotonic() - climb:.1f} s ({time.monotonic() - started:.1f} s since the goal)")
+        return True
+
+    def _start_refused(self, command: Command, code: str, reason: str) -> bool:
+        self._start_failed = (command, code, reason)
+        self._say(f"{code}: {reason}")
+        self._wake.set()
+        return False
 
     # -- the telemetry and connect threads ---------------------------------------------------------
 
@@ -588,6 +686,12 @@ class VehicleBridge:
             self._connect_attempts += 1
             self.connect_tried.set()
             self._wake.set()
+
+
+def _same_place(a: Optional[Command], b: Optional[Command]) -> bool:
+    """Two goals to one place, height and heading (their speeds may differ)."""
+    return isinstance(a, Goal) and isinstance(b, Goal) and \
+        (a.lat, a.lon, a.alt_m, a.heading_deg) == (b.lat, b.lon, b.alt_m, b.heading_deg)
 
 
 def autopilot_polygon(geofence: Geofence) -> Optional[list[tuple[float, float]]]:

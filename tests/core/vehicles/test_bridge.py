@@ -271,3 +271,85 @@ def test_the_estop_can_land_and_cutting_motors_needs_the_confirmation(made):
         bridge_for(made, ScriptedLink(), estop_action="terminate")
     b.terminate(confirm="CUT MOTORS")
     assert wait_for(lambda: link.names() == ["hold", "land", "terminate"])
+
+
+# -- the flying start, against the shipped MAVLink simulator (both autopilots' rules) --------------------
+
+def _free_udp_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def flown():
+    """make(flavour, **simulator) -> (simulator, bridge) connected over loopback UDP and held first."""
+    from cityseeker_ros.core.vehicles.mavlink.link import MavlinkLink
+    from cityseeker_ros.core.vehicles.mavlink.simulator import MavlinkSimulator
+
+    made: list = []
+
+    def make(flavour: str, **sim_kw):
+        port = _free_udp_port()
+        sim = MavlinkSimulator(flavour, port, home=(*HOME, 10.0), **sim_kw).start()
+        gate = SafetyGate.from_config(SafetyConfig.from_dict({"geofence": FENCE, "heartbeat_timeout_s": None,
+                                                              "decision_timeout_s": 60.0, "max_speed_m_s": 8.0}))
+        bridge = VehicleBridge(MavlinkLink(f"udp://127.0.0.1:{port}", takeoff_alt_m=4.0), gate)
+        made.append((sim, bridge))
+        assert wait_for(lambda: bridge.connected and bridge.stops and bridge.state is not None
+                        and bridge.state.position_known, 20.0), bridge.status()
+        return sim, bridge
+
+    yield make
+    for sim, bridge in made:
+        bridge.close()
+        sim.close()
+
+
+@pytest.mark.parametrize("flavour", ["px4", "ardupilot"])
+def test_a_goal_to_a_vehicle_on_the_ground_arms_takes_off_takes_control_and_flies(flown, flavour):
+    from cityseeker_ros.core.vehicles.mavlink.simulator import SETPOINTS
+
+    sim, bridge = flown(flavour)
+    said: list[str] = []
+    bridge.on_event = said.append
+    assert not sim.armed and sim.position[2] == 0.0
+    target = Goal(*destination(HOME[0], HOME[1], 90.0, 25.0), alt_m=0.0)  # a walker's goal, on the ground
+    sent = time.monotonic()
+    bridge.command(target)
+    assert wait_for(lambda: any(line.startswith("took off") for line in said), 30.0), (said, bridge.status())
+    took_off = next(t for t, line in bridge.events if line.startswith("took off")) - sent
+    assert wait_for(lambda: sim.mode == sim.flavour.control_mode and sim.count(SETPOINTS) > 0, 10.0), said
+    assert wait_for(lambda: abs(sim.pos[0] - 25.0) < 1.0, 20.0), (sim.pos, said)
+    lat, lon, alt = sim.position
+    print(f"\n{flavour}: goal -> took off to 4 m in {took_off:.1f} s; lines: {said}")
+    assert said[:3] == ["arming", "armed in " + said[1].split("armed in ")[1], "taking off to 4 m"]
+    assert said[-1].startswith(f"in control ({sim.flavour.control_mode})")
+    assert abs(alt - 4.0) < 0.6  # a goal at 0 m is flown at the takeoff height, not into the street
+    assert sim.armed and bridge.status().moving
+
+
+@pytest.mark.parametrize("flavour", ["px4", "ardupilot"])
+def test_a_refused_arming_is_the_status_in_the_autopilots_words_and_nothing_flies(flown, flavour):
+    from cityseeker_ros.core.vehicles.bridge import ARMING_DENIED
+    from cityseeker_ros.core.vehicles.mavlink.simulator import SETPOINTS
+
+    sim, bridge = flown(flavour, prearm_failure="Accelerometers not calibrated")
+    target = Goal(*destination(HOME[0], HOME[1], 0.0, 25.0), alt_m=4.0)
+    bridge.command(target)
+    assert wait_for(lambda: bridge.status().code == ARMING_DENIED, 10.0), bridge.status()
+    status = bridge.status()
+    words = "Preflight Fail" if flavour == "px4" else "PreArm"
+    print(f"\n{flavour}: {status.code}: {status.reason}")
+    assert f"{words}: Accelerometers not calibrated" in status.reason and "\n" not in status.reason
+    assert not status.moving and not sim.armed
+    bridge.command(target)  # the same goal again (the supervisor repeats it): not retried
+    assert wait_for(lambda: bridge.tick().code == ARMING_DENIED, 1.0)
+    from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+    assert sim.count(SETPOINTS) == 0
+    assert sim.count(frozenset(), commands=frozenset({mavlink.MAV_CMD_NAV_TAKEOFF})) == 0
+    assert sim.count(frozenset(), commands=frozenset({mavlink.MAV_CMD_COMPONENT_ARM_DISARM})) >= 1
+    assert sim.position[2] == 0.0

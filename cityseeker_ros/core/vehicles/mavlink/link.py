@@ -8,7 +8,8 @@
   new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
 - hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
   ArduPilot BRAKE / LAND / RTL); they give control back to the autopilot.
-- `link_lost` is true when nothing at all came from the vehicle for `link_loss_s` (1 s). Both
+- `link_lost` is true when nothing at all came from the vehicle for `link_loss_s` (0.6 s, so the
+  bridge reports a loss within 1 s; telemetry streams at several messages a second). Both
   autopilots send HEARTBEAT at only 1 Hz, so a one-second heartbeat limit would flap on a healthy
   link (and on any lost datagram), while the telemetry the link asks for comes at 10 Hz; the state
   still reports `heartbeat_age_s` for whoever wants a stricter rule.
@@ -92,7 +93,7 @@ class MavlinkLink(VehicleLink):
                  component_id: Optional[int] = None, flavour: str = "auto", source_system: int = 255,
                  source_component: int = mavlink.MAV_COMP_ID_MISSIONPLANNER, takeoff_alt_m: float = 10.0,
                  setpoint_hz: float = 10.0, keepalive_s: float = 0.5, prestream_s: float = 0.5,
-                 link_loss_s: float = 1.0, command_timeout_s: float = 0.5, command_retries: int = 5) -> None:
+                 link_loss_s: float = 0.6, command_timeout_s: float = 0.5, command_retries: int = 5) -> None:
         self.endpoint = parse_endpoint(endpoint)
         if flavour != "auto":
             flavour_named(flavour)
@@ -341,10 +342,17 @@ class MavlinkLink(VehicleLink):
             state = self.state()
             if (state.alt_m or 0.0) >= alt - max(0.5, 0.05 * alt) and state.mode != "AUTO.TAKEOFF":
                 return
+            if not motion_allowed():  # a hold came during the climb: it has the vehicle now
+                raise LinkError(f"takeoff: superseded by a hold at {state.alt_m or 0.0:.1f} m of {alt:g} m")
             if time.monotonic() > deadline:
                 raise LinkError(f"takeoff: at {state.alt_m or 0.0:.1f} m of {alt:g} m after {timeout_s:g} s "
                                 f"(mode {state.mode})")
             time.sleep(0.05)
+
+    def flown_altitude_m(self, alt_m: float) -> float:
+        """A goal at or below home's height (0 m: the ground a walker's goal lies on, the supervisor's
+        default) is flown at the takeoff height; a multirotor never cruises into the street."""
+        return alt_m if alt_m > 0 else self.takeoff_alt_m
 
     def take_control(self) -> None:
         """Stream a hold-here setpoint, then enter the control mode (PX4 refuses OFFBOARD without a
