@@ -52,7 +52,7 @@ class SeekStep:
 class SeekOutcome:
     """A goal's end: the action status (succeeded, aborted, canceled), the Seek outcome (found,
     budget, cancelled, failed, rejected), its code (a rejection's: busy, off_graph...; otherwise
-    how it ended: stopped, budget, cancelled, stalled, estop, error), where it stopped and why,
+    how it ended: stopped, budget, cancelled, stalled, estop, pilot_override, error), where it stopped and why,
     and its feedback."""
 
     status: str
