@@ -137,7 +137,9 @@ def test_a_pilot_who_takes_over_mid_seek_ends_it_and_nothing_more_is_sent(monaco
         mode = sim.mode
     result = json.loads((tmp_path / "result.json").read_text())
     print(f"\n{flavour}: takeover -> seek ended in {ended - switched:.1f} s; setpoints within 0.3 s of the "
-          f"switch {in_flight}, setpoints or mode commands after {late}; result {result['outcome']}: "
+          f"switch {in_flight}, setpoints or mode commands after {late}; result {result['outcome']} "
+          f"({result['code']}): "
           f"{result['reason']}")
-    assert result["outcome"] == "pilot_override", output + logs(tmp_path)
+    # the Seek result's words: outcome failed, code pilot_override (ros/seek_outcome.py)
+    assert (result["outcome"], result["code"]) == ("failed", "pilot_override"), output + logs(tmp_path)
     assert late == 0 and in_flight <= 3 and mode == TAKEOVER_MODE[flavour]

@@ -36,6 +36,7 @@ class LiveLoop(EpisodeLoop):
         super().__init__(config, plan, supervisor, outputs, decision_timeout_s, clock)
         self.estop = estop
         self.pilot_override = False  # the vehicle's bridge says a pilot took over: nothing leaves
+        self._last_view_set: Optional[ViewSet] = None  # the one acted on last: decided again after a reset
         self.stall_timeout_s = check_stall_timeout(stall_timeout_s)
         self.altitude_m = float(altitude_m)
         self.run = 0  # this loop's run number of the current task (the camera tags view sets with it)
@@ -60,6 +61,7 @@ class LiveLoop(EpisodeLoop):
         if self.live.done:
             self._finish()
             return
+        self._last_view_set = view_set
         self._ask_or_act(view_set)
 
     def location(self, lat: Optional[float], lon: Optional[float], node: Optional[str], on_node: bool) -> None:
@@ -168,7 +170,23 @@ class LiveLoop(EpisodeLoop):
         if self.estop is None:
             return False, "this loop has no e-stop"
         check = self.estop.reset()
+        if check.ok:
+            self._decide_again()
         return check.ok, check.reason
+
+    def _decide_again(self) -> None:
+        """After a reset the goal from before the e-stop is gone: ask the policy again where the
+        vehicle last stood (its new answer is what moves it), or head for the start again when the
+        episode had not begun."""
+        if self.session is None or self.live is None or self.live.done or self._pending is not None \
+                or self._goal is not None:
+            return
+        if self.live.trajectory is None:
+            start = self.session.world.graph.nodes[self.session.episode.start]
+            self._command(Goal(start.lat, start.lon, self.altitude_m),
+                          f"to the start of episode {self.session.episode.episode_id} (after an e-stop reset)")
+        elif self._last_view_set is not None:
+            self._ask_or_act(self._last_view_set)
 
     def _on_hold(self) -> None:
         self._command(HOLD, self.reason)

@@ -100,23 +100,30 @@ def test_no_decision_in_time_holds_the_vehicle_and_resumes(tiny_city):
 
 def test_an_estop_reset_moves_nothing_until_a_new_decision(tiny_city):
     """The live loop repeated its goal every second whatever the e-stop, so after the bridge's
-    reset the goal from before the e-stop resumed with no new decision."""
+    reset the goal from before the e-stop resumed with no new decision. Now nothing leaves while
+    latched, and after the reset the policy is asked again where the vehicle last stood; only its
+    answer moves the vehicle."""
     config = BenchmarkConfig(data=str(tiny_city), policy="forward", limit=1, max_steps=6)
-    rig = live_rig(config, speed_m_s=1.0, stall_timeout_s=600.0, estop=EStop(), follow_goals=0)
+    rig = live_rig(config, speed_m_s=0.5, stall_timeout_s=600.0, estop=EStop())
     rig.loop.start()
-    goals = lambda: [c for c, _, _ in rig.recorder.of("command") if isinstance(c, Goal)]  # noqa: E731
     started = rig.clock.t
-    while len(goals()) < 3:  # the walker does not move: the goal under way repeats every second
+    while not rig.recorder.of("ask"):  # at the start, the first decision asked and answered
         rig.step()
-        assert rig.clock.t - started < 60
+        assert rig.clock.t - started < 120
+    while not [c for c, _, _ in rig.recorder.of("command")[1:] if isinstance(c, Goal)]:
+        rig.step()  # the first step's goal is under way (walking at 0.5 m/s: 40 s a hop)
     rig.loop.trigger_estop("/estop", "e-stop topic true")
-    before = len(goals())
+    tripped = len(rig.recorder.events)
     command, reason, _ = rig.recorder.of("command")[-1]
     assert isinstance(command, Hold) and "e-stop" in reason
-    for _ in range(200):  # 10 s latched
+    for _ in range(200):  # 10 s latched: the goal under way would have been repeated 10 times
         rig.step()
     rig.loop.release_estop("/estop")
+    reset = len(rig.recorder.events)
     assert rig.loop.reset_estop() == (True, "ok")
-    for _ in range(200):  # 10 s after the reset
+    assert [v for k, v in rig.recorder.events[tripped:reset] if k == "command" and isinstance(v[0], Goal)] == []
+    for _ in range(40):
         rig.step()
-    assert len(goals()) == before and rig.loop.state == "running"
+    after = [k for k, v in rig.recorder.events[reset:] if k == "ask" or (k == "command" and isinstance(v[0], Goal))]
+    assert after[:2] == ["ask", "command"], after  # a new decision first, then its goal
+    assert rig.loop.state == "running"
