@@ -605,6 +605,7 @@ def _seek_options(sub: Any) -> None:
     """`cityseeker seek`'s own option set: what one Seek goal uses, no benchmark option."""
     from cityseeker_ros.core.agents.policies import POLICIES
     from cityseeker_ros.core.loop.seek import MAX_BUDGET_STEPS, MAX_NEED_CHARS
+    from cityseeker_ros.core.vehicles.bridge import ESTOP_ACTIONS
     from cityseeker_ros.ros.run_config import SEEK_DEFAULTS, SEEK_SETTINGS, add_cli_options
 
     sk = sub.add_parser("seek", help="seek a need from where the vehicle stands: the camera node set serves the "
@@ -643,7 +644,7 @@ def _seek_options(sub: Any) -> None:
                     "a flying vehicle needs --safety-config (docs/vehicles.md)")
     sk.add_argument("--link-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                     help="a setting of the vehicle's link (repeatable), e.g. flavour=px4, anchor={...}, motion=fly")
-    sk.add_argument("--estop-action", choices=("hold", "land"), help="what the vehicle does on an e-stop "
+    sk.add_argument("--estop-action", choices=ESTOP_ACTIONS, help="what the vehicle does on an e-stop "
                     "(default hold)")
     sk.add_argument("--preempt", action="store_true", help="replace a goal already active on the server")
     sk.add_argument("--result", type=Path, help="also write the result (and every feedback) as JSON to this file")

@@ -52,6 +52,8 @@ class Driver:
         # only transient-local publishers once missed it.
         self.estop_pub = node.create_publisher(Bool, "/estop", qos.ESTOP_VOLATILE)
         self.reset = node.create_client(Trigger, "/supervisor/reset_estop")
+        # An operator resets both latches: the vehicle bridge (the simulated walker's) heard the e-stop too.
+        self.reset_vehicle = node.create_client(Trigger, "/vehicle_bridge/reset_estop")
         self.episodes = ActionClient(node, RunEpisode, "/supervisor/run_episode")
 
     def client(self, name: str) -> Seeker:
@@ -125,10 +127,13 @@ class Driver:
             self.spin(op.get("settle_s", 0.5))
             return {}
         if kind == "reset_estop":
-            self.spin_until(self.reset.service_is_ready, timeout_s, "reset_estop service")
-            future = self.reset.call_async(Trigger.Request())
-            self.spin_until(future.done, timeout_s, "reset_estop answer")
-            return {"success": future.result().success, "message": future.result().message}
+            answers = []
+            for client in (self.reset_vehicle, self.reset):
+                self.spin_until(client.service_is_ready, timeout_s, f"{client.srv_name} service")
+                future = client.call_async(Trigger.Request())
+                self.spin_until(future.done, timeout_s, f"{client.srv_name} answer")
+                answers.append(future.result())
+            return {"success": all(a.success for a in answers), "message": "; ".join(a.message for a in answers)}
         if kind == "sleep":
             self.spin(op["s"])
             return {}

@@ -184,8 +184,11 @@ def test_a_goal_from_outside_the_geofence_or_off_the_graph_is_rejected_and_nothi
             at = destination(*at, 180.0, 100.0)
         fence = safety_file(tmp_path / "safety.yaml", *at, 5000.0)
     run = seek_run(monaco_dir, tmp_path / "run", "random", 200, safety_config=str(fence))
-    nodes = [replace(n, params={**n.params, "start": f"{at[0]},{at[1]}"}) if n.name == node_sets.WALKER else n
-             for n in node_sets.seek_nodes(run)]
+    def started_at(node):  # the simulated walker starts where the case needs it
+        link_params = {**json.loads(node.params["link_params"]), "start": f"{at[0]},{at[1]}"}
+        return replace(node, params={**node.params, "link_params": json.dumps(link_params)})
+
+    nodes = [started_at(n) if n.name == node_sets.BRIDGE else n for n in node_sets.seek_nodes(run)]
     assert dict(next(n for n in nodes if n.name == node_sets.SUPERVISOR).params)["safety_config"] == str(fence)
     steps = [{"op": "ready"}, {"op": "seek", "need": "I am thirsty"},
              {"op": "seek", "need": "find a pharmacy", "max_steps": 3, "preempt": True},
@@ -278,9 +281,9 @@ def test_a_seek_flown_against_the_airsim_protocol_fake(monaco_dir, ros_env, tmp_
     fake = FlightFake()
     try:
         config = BenchmarkConfig(data=str(monaco_dir), policy=policy, max_steps=5)
-        run = run_config.with_benchmark("airsim", config, {
-            "out": str(tmp_path / "run"), "port": fake.port, "motion": "teleport",
-            "anchor": json.dumps({"lat": start.lat, "lon": start.lon}), "camera_params": {"settle_s": 0}})
+        run = run_config.with_benchmark("vehicle", config, {
+            "out": str(tmp_path / "run"), "link": "airsim", "camera_params": {"settle_s": 0},
+            "link_params": {"port": fake.port, "motion": "teleport", "anchor": {"lat": start.lat, "lon": start.lon}}})
         steps = [{"op": "ready"}, {"op": "seek", "need": "I am thirsty", "max_steps": 3},
                  {"op": "seek", "need": "I am thirsty", "max_steps": 50, "until": "feedback"},
                  {"op": "cancel", "feedback": 2, "delay_s": 0.1}]

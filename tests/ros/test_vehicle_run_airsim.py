@@ -80,10 +80,10 @@ def test_a_drone_flies_the_tasks_through_the_bridge(monaco_dir, ros_domain, tmp_
 
 def test_an_estop_during_a_flown_run_stops_every_motion_until_reset(monaco_dir, ros_domain, tmp_path):
     """`cityseeker run airsim --motion fly`, the fake with AirSim's task semantics (moves run
-    0.3 s, requests wait 0-10 ms). A driver trips /estop while a goal flies, waits while the
-    supervisor keeps repeating goals, then releases and resets: between the trip and the reset
-    the vehicle takes no motion call after its last hover, none after ~/safety said "estop",
-    and the run still finishes every task."""
+    0.3 s, requests wait 0-10 ms). A driver trips /estop while a goal flies, waits, then releases
+    and resets both latches: between the trip and the reset the vehicle takes no motion call after
+    its last hover, none after ~/safety said "estop"; after the reset the supervisor decides again
+    and the run flies on and finishes every task."""
     graph = load_dataset(monaco_dir)[0].graph
     anchor = {"lat": graph.frame.lat0, "lon": graph.frame.lon0}
     safety = tmp_path / "safety.yaml"
@@ -99,7 +99,7 @@ def test_an_estop_during_a_flown_run_stops_every_motion_until_reset(monaco_dir, 
         {"op": "wait_safety", "code": "estop", "moving": False, "new": True},  # 2
         {"op": "sleep", "s": 2.5},                                             # 3: goals keep coming
         {"op": "estop", "value": False},                                       # 4
-        {"op": "reset_estop"},                                                 # 5
+        {"op": "reset_estop", "supervisor": True},                             # 5: both latches
     ])
     try:
         result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",

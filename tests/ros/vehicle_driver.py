@@ -54,6 +54,7 @@ class VehicleDriver(Node):
         self.heartbeat_pub = self.create_publisher(Header, heartbeat, 10)
         self.estop_pub = self.create_publisher(Bool, "/estop", qos.ESTOP)
         self.reset = self.create_client(Trigger, f"{bridge}/reset_estop")
+        self.reset_supervisor = self.create_client(Trigger, "/supervisor/reset_estop")
 
     def _on_safety(self, msg: Any) -> None:
         self.safety.append({"t": time.monotonic(), **as_dict(typed.from_ros(msg))})
@@ -138,12 +139,16 @@ class VehicleDriver(Node):
         return {"sent_t": sent_t}
 
     def op_reset_estop(self, step: dict[str, Any]) -> dict[str, Any]:
-        if not self.reset.wait_for_service(timeout_sec=30.0):
-            raise TimeoutError("reset_estop service not available")
-        future = self.reset.call_async(Trigger.Request())
-        self.spin_until(future.done, 30.0)
-        reply = future.result()
-        return {"success": bool(reply.success), "message": reply.message}
+        """The bridge's latch; with "supervisor": true also the supervisor's, which heard the
+        e-stop too (an operator resets both)."""
+        replies = []
+        for client in (self.reset, self.reset_supervisor) if step.get("supervisor") else (self.reset,):
+            if not client.wait_for_service(timeout_sec=30.0):
+                raise TimeoutError(f"{client.srv_name} service not available")
+            future = client.call_async(Trigger.Request())
+            self.spin_until(future.done, 30.0)
+            replies.append(future.result())
+        return {"success": all(r.success for r in replies), "message": "; ".join(r.message for r in replies)}
 
     def wait_for_peers(self, timeout_s: float = 60.0) -> bool:
         """The bridge subscribes to what we publish: commands sent before that would be lost."""

@@ -122,7 +122,9 @@ def test_nothing_moves_before_a_decision_and_a_new_bridge_hovers_once_first(brid
     """A (re)started bridge holds first, whatever it finds: the one before it may have died mid-flight."""
     alive(bridge)
     status = bridge.step()
-    assert status == BridgeStatus(False, "no_decision", "no decision received yet", False, True)
+    # The first status after connecting also says, once, that AirSim keeps no fence of its own.
+    assert status == BridgeStatus(False, "no_decision", "no decision received yet; the airsim link keeps no "
+                                  "geofence on the vehicle: only this bridge fences", False, True)
     assert status_level(status) == "warn"
     for _ in range(5):
         bridge.step()
