@@ -102,7 +102,8 @@ class VehicleBridgeNode(Node):
                                     f"{estop.latch_file.path}): holding until ~/reset_estop")
         self._bridge = VehicleBridge(
             setup.link, SafetyGate.from_config(safety, estop=estop), estop_action=p["estop_action"],
-            rtl_battery_fraction=safety.rtl_battery_fraction, link_timeout_s=rates["link_timeout_s"],
+            rtl_battery_fraction=safety.rtl_battery_fraction, fence_breach_action=safety.fence_breach_action,
+            link_timeout_s=rates["link_timeout_s"],
             connect_timeout_s=rates["connect_timeout_s"], reconnect_period_s=rates["reconnect_period_s"],
             velocity_period_s=rates["velocity_period_s"], state_period_s=min(0.1, 1.0 / rates["state_rate_hz"]))
         self._said = f"{vehicle_link.SAID}" if flying else ""  # lines the runner prints for a flying link

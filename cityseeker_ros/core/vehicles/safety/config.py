@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.vehicles.link import BREACH_ACTIONS
 from cityseeker_ros.core.vehicles.safety.geofence import Geofence, geofence_from_dict
 from cityseeker_ros.core.vehicles.safety.limits import Limits
 
@@ -25,6 +26,9 @@ class SafetyConfig:
     max_yaw_rate_deg_s: float = 45.0
     min_altitude_m: float = -5.0  # the floor, metres above home (negative: below it); goals lower are refused
     rtl_battery_fraction: Optional[float] = None  # 0..1: below it the bridge returns to launch; None: never
+    # What the autopilot does on its own when the vehicle leaves the fence the bridge uploads to it
+    # (it holds even if the companion computer dies): one of link.BREACH_ACTIONS.
+    fence_breach_action: str = "hold"
 
     @property
     def limits(self) -> Limits:
@@ -56,6 +60,12 @@ class SafetyConfig:
                     raise ConfigError(f"{prefix}.rtl_battery_fraction must be a fraction between 0 and 1 "
                                       f"(e.g. 0.25 returns to launch at 25 % battery) or null, got {v!r}")
                 values[f.name] = float(v)
+                continue
+            if f.name == "fence_breach_action":
+                if v not in BREACH_ACTIONS:
+                    raise ConfigError(f"{prefix}.fence_breach_action must be one of {', '.join(BREACH_ACTIONS)}, "
+                                      f"got {v!r}")
+                values[f.name] = v
                 continue
             if f.name == "min_altitude_m":
                 ceiling = d.get("max_altitude_m", cls.max_altitude_m)

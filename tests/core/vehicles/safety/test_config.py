@@ -35,6 +35,8 @@ def test_a_bare_mapping_and_json_load_too(tmp_path):
      "unknown field.*max_sped_m_s"),
     ("safety: [1, 2\n", "not YAML/JSON"),
     ("- 1\n", "safety must be a mapping"),
+    ("safety:\n  geofence: {circle: {center: [0, 0], radius_m: 5}}\n  fence_breach_action: explode\n",
+     "safety.fence_breach_action must be one of report, hold, rtl, land"),
 ])
 def test_errors_name_the_file_and_the_field(tmp_path, text, field):
     path = tmp_path / "safety.yaml"
@@ -46,3 +48,11 @@ def test_errors_name_the_file_and_the_field(tmp_path, text, field):
 def test_a_missing_file_is_named():
     with pytest.raises(ConfigError, match="^safety_config /no/such/safety.yaml: cannot read"):
         load_safety_config("/no/such/safety.yaml")
+
+
+def test_the_fence_breach_action_comes_from_the_file(tmp_path):
+    path = tmp_path / "safety.yaml"
+    path.write_text("safety:\n  geofence: {circle: {center: [0, 0], radius_m: 5}}\n  fence_breach_action: rtl\n")
+    assert load_safety_config(str(path)).fence_breach_action == "rtl"
+    path.write_text("safety:\n  geofence: {circle: {center: [0, 0], radius_m: 5}}\n")
+    assert load_safety_config(str(path)).fence_breach_action == "hold"
