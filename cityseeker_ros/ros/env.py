@@ -191,12 +191,12 @@ def _die_with_parent() -> None:  # in the child, between fork and exec
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
 
-def stop(process: subprocess.Popen, timeout_s: float = 5.0) -> Optional[int]:
-    """SIGINT (rclpy shuts down cleanly and destroys its participant), then SIGKILL after
+def stop(process: subprocess.Popen, timeout_s: float = 5.0, sig: int = signal.SIGINT) -> Optional[int]:
+    """`sig` (SIGINT: rclpy shuts down cleanly and destroys its participant), then SIGKILL after
     `timeout_s`. Only this process is signalled, by its PID."""
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGINT)
+            process.send_signal(sig)
         try:
             process.wait(timeout_s)
         except subprocess.TimeoutExpired:

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -395,12 +396,4 @@ def _stop_client(client: subprocess.Popen, timeout_s: float = 15.0) -> None:
     """SIGTERM, not SIGINT: the client then cancels a goal it sent (the vehicle holds) and prints
     its result, but says nothing of a goal it never sent: the node or the --timeout that ended
     the run is the news, and the runner says it. SIGKILL after `timeout_s`."""
-    if client.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            client.terminate()
-        try:
-            client.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                client.kill()
-            client.wait(timeout_s)
+    ros.stop(client, timeout_s, signal.SIGTERM)
