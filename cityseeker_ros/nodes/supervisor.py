@@ -185,19 +185,23 @@ class SupervisorNode(Node):
 
     # -- inputs: messages into calls on the loop -----------------------------------------------
 
-    def _on_views(self, msg: Any) -> None:
+    def _received(self, msg: Any, what: str) -> Any:
+        """The message's core value, or None (logged) when it is malformed."""
         try:
-            view_set: ViewSet = typed.from_ros(msg)
+            return typed.from_ros(msg)
         except ValueError as exc:
-            self.get_logger().warning(f"ignored a malformed view set: {exc}")
+            self.get_logger().warning(f"ignored a malformed {what}: {exc}")
+            return None
+
+    def _on_views(self, msg: Any) -> None:
+        view_set: Optional[ViewSet] = self._received(msg, "view set")
+        if view_set is None:
             return
         self._loop.view_set(view_set)
 
     def _on_episode(self, msg: Any) -> None:
-        try:
-            episode: EpisodeMsg = typed.from_ros(msg)
-        except ValueError as exc:
-            self.get_logger().warning(f"ignored a malformed episode state: {exc}")
+        episode: Optional[EpisodeMsg] = self._received(msg, "episode state")
+        if episode is None:
             return
         if not isinstance(self._loop, ReplayLoop):
             return
@@ -211,10 +215,8 @@ class SupervisorNode(Node):
     def _on_location(self, msg: Any) -> None:
         if not isinstance(self._loop, LiveLoop):
             return
-        try:
-            location: Localisation = typed.from_ros(msg)
-        except ValueError as exc:
-            self.get_logger().warning(f"ignored a malformed location: {exc}")
+        location: Optional[Localisation] = self._received(msg, "location")
+        if location is None:
             return
         self._loop.location(location.lat, location.lon, location.node_id,
                             location.status == LocalisationStatus.ON_NODE)
@@ -223,10 +225,8 @@ class SupervisorNode(Node):
         """The vehicle bridge's status: a pilot who takes over ends the episode under way."""
         if not isinstance(self._loop, LiveLoop):
             return
-        try:
-            status: BridgeStatus = typed.from_ros(msg)
-        except ValueError as exc:
-            self.get_logger().warning(f"ignored a malformed safety status: {exc}")
+        status: Optional[BridgeStatus] = self._received(msg, "safety status")
+        if status is None:
             return
         self._loop.vehicle_status(status.code, status.reason)
 

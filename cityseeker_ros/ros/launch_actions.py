@@ -31,27 +31,27 @@ def node_set(kind: str, context: Any) -> list[NodeSpec]:
     return node_sets.nodes(run_config.from_launch(kind, dict(context.launch_configurations)))
 
 
-def process_env(spec: NodeSpec, base: Mapping[str, str] = os.environ) -> dict[str, str]:
+def process_env(secrets: Mapping[str, Any], base: Mapping[str, str] = os.environ) -> dict[str, str]:
     """What a launched process adds to the launch's environment: what `cityseeker run` gives its
     processes (ros_env: Fast DDS with the project's profile, bound to loopback unless the network
     switch is on; the heap settings, the user's values winning) and the node's credentials."""
     env = ros_env(base=base)
     added = {k: env[k] for k in DDS_ENV if k in env}
     added.update({k: v for k, v in MALLOC_ENV.items() if k not in base})
-    return {**added, **secret_params.environment(secret_params.split(spec.params)[1])}
+    return {**added, **secret_params.environment(secrets)}
 
 
 def action(spec: NodeSpec) -> Any:
     """A launch_ros Node for a node, an ExecuteProcess for a tool process (bag player, recorder).
     Parameters hold credentials masked; the real ones go in the process's environment."""
-    env = process_env(spec)
+    public, secrets = secret_params.split(spec.params)
+    env = process_env(secrets)
     if spec.argv is not None:
         from launch.actions import ExecuteProcess
 
         return ExecuteProcess(cmd=spec.command(), name=spec.name, output="screen", additional_env=env)
     from launch_ros.actions import Node
 
-    public = secret_params.split(spec.params)[0]
     return Node(package=PACKAGE, executable=spec.executable, name=spec.name,
                 parameters=[str(spec.defaults_file), {k: _value(v) for k, v in public.items()}],
                 remappings=list(spec.remaps), respawn=spec.respawn, output="screen", additional_env=env)

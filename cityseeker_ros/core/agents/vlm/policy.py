@@ -176,6 +176,9 @@ class VlmPolicy(Policy):
         self.retries = retries
         self.fallback = fallback
         self.stop_view = stop_view
+        # the same rule a runner asks before a world node ships panoramas
+        self._shows_panorama = self.shows_panorama({"mode": mode, "stop_view": stop_view,
+                                                    "prompt_profile": prompt_profile})
         self.json_schema, self.swap_red_blue, self.swap_left_right = json_schema, swap_red_blue, swap_left_right
         self._calls = _calls(self.profile)
         self._backend = backend_instance
@@ -283,7 +286,7 @@ class VlmPolicy(Policy):
 
     def _stop_panorama(self, step: _Step) -> Optional[np.ndarray]:
         """The node's panorama for the stop prompt, or None (then it shows the views)."""
-        ref = step.obs.panorama if self.stop_view == "panorama" and self.profile.stop_shows_panorama else None
+        ref = step.obs.panorama if self._shows_panorama else None
         image = ref.get() if ref is not None else None
         step.stop_input = "views" if image is None else "panorama"
         return image
