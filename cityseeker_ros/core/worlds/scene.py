@@ -60,12 +60,34 @@ class Poi:
         return self.name or (self.brand or "")
 
 
+@dataclass(frozen=True)
+class Landmark:
+    """A named, tall or distinctive feature seen from afar (a tower, church, station, monument,
+    one of the tallest buildings): what landmark goals are described by. `colour` is its
+    identity, the colour the renderer paints its crown in (no two landmarks of a world share
+    one), so a camera can tell landmarks apart; `visible_nodes` are the street-graph nodes from
+    which its crown shows above the nearer buildings, nearest first."""
+
+    id: str
+    name: str
+    kind: str  # "tower", "church", "station", "monument", "tall_building", ...
+    lat: float
+    lon: float
+    xy: XY
+    height_m: float
+    width_m: float
+    colour: tuple[int, int, int]
+    building_id: Optional[str] = None
+    visible_nodes: tuple[str, ...] = ()
+
+
 @dataclass
 class Scene:
     origin_lat: float
     origin_lon: float
     buildings: list[Building] = field(default_factory=list)
     pois: list[Poi] = field(default_factory=list)
+    landmarks: list[Landmark] = field(default_factory=list)
 
     @property
     def frame(self) -> LocalFrame:
