@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cityseeker_ros.bag.arguments import add_play_arguments, add_record_arguments
-from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 
@@ -97,7 +97,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     overall = summary["overall"]
     print(f"{args.bag}: {comparison['episodes']} episodes re-scored, {comparison['identical']} identical to the "
           f"recorded metrics (max |diff| {comparison['max_abs_diff']})")
-    print("  " + "  ".join(f"{k}={overall[k]:.2f}" for k in METRIC_KEYS if k in overall))
+    print("  " + "  ".join(f"{k}={v:.2f}" for k, v in overall.items() if k not in ("episodes", "seeds")))
     for c in comparison["per_episode"]:
         if not c["identical"]:
             print(f"  DIFFERS {c['episode_id']} seed {c['seed']} run {c['run']}: {', '.join(c['differing'])}"

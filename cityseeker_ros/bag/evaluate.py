@@ -23,7 +23,8 @@ from cityseeker_ros.core.evaluation.config import EPISODES_FILE, SUMMARY_FILE
 from cityseeker_ros.core.evaluation.decisions import summarize_decisions
 from cityseeker_ros.core.evaluation.episode_run import episode_record as core_episode_record
 from cityseeker_ros.core.evaluation.episode_run import episode_rng
-from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, METRIC_KEYS, summarize
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, summarize
+from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.loop.view_set import Answer, ViewSet
@@ -111,8 +112,9 @@ def episode_record(world: World, episode: Episode, msg: EpisodeMsg, *, max_steps
 
 def _compare(record: dict[str, Any], msg: EpisodeMsg) -> dict[str, Any]:
     recorded = msg.metrics or {}
-    diffs = {k: abs(float(record["metrics"][k]) - float(recorded[k])) for k in METRIC_KEYS if k in recorded}
-    missing = [k for k in METRIC_KEYS if k not in recorded]
+    keys = family_of_record(record).metric_keys
+    diffs = {k: abs(float(record["metrics"][k]) - float(recorded[k])) for k in keys if k in recorded}
+    missing = [k for k in keys if k not in recorded]
     worst = max(diffs.values()) if diffs else None
     identical = (not missing and worst is not None and worst <= TOLERANCE and record["solvable"] == msg.solvable)
     return {"episode_id": record["episode_id"], "seed": record["seed"], "run": record["run"],

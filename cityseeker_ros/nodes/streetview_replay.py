@@ -26,7 +26,7 @@ from sensor_msgs.msg import NavSatFix
 from std_srvs.srv import Trigger
 
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.evaluation.metrics import episode_metrics
+from cityseeker_ros.core.tasks.family import family_of
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet, view_frame_id
 from cityseeker_ros.core.sensing.views import make_view_source
@@ -285,9 +285,9 @@ class StreetviewReplayNode(Node):
             if status == "ended":
                 episode = env.episode
                 msg.end_reason, msg.error = traj.end_reason.value, traj.error
-                msg.solvable = world.solvable(episode, self._max_steps)
-                msg.metrics = episode_metrics(world, episode, traj.path, msg.solvable,
-                                              dtw_threshold_m=self._dtw_threshold_m)
+                family = family_of(episode)
+                msg.solvable = world.solvable(episode, family.budget(episode, self._max_steps))
+                msg.metrics = family.score(world, episode, traj, msg.solvable, dtw_threshold_m=self._dtw_threshold_m)
         self._episode_pub.publish(typed.episode_to_ros(msg, convert.stamp_from_ns(self.get_clock().now().nanoseconds)))
 
     def _publish_diagnostics(self) -> None:

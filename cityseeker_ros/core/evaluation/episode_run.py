@@ -14,12 +14,13 @@ from cityseeker_ros.core.agents.memory.store import MemoryKey, MemoryStore
 from cityseeker_ros.core.agents.policies import Policy, make_policy
 from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
-from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, episode_metrics
+from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.redact import redact_text
 from cityseeker_ros.core.sensing.views import ViewSource, make_view_source
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, Action, Environment, Observation, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.family import family_of
 
 if TYPE_CHECKING:
     from cityseeker_ros.core.strategies import BcrPolicy
@@ -92,8 +93,10 @@ def episode_record(world: World, episode: Episode, seed: int, traj: Trajectory, 
                    max_steps: int, dtw_threshold_m: float, decisions: Sequence[dict[str, Any]] = (),
                    extras: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """The episodes.jsonl record of one finished episode, wherever it ran (in process, or over
-    ROS where the supervisor node assembles the same inputs from messages)."""
-    solvable = world.solvable(episode, max_steps)
+    ROS where the supervisor node assembles the same inputs from messages). The episode's task
+    family scores it and adds its own fields."""
+    family = family_of(episode)
+    solvable = world.solvable(episode, family.budget(episode, max_steps))
     record = {
         "episode_id": episode.episode_id,
         "city": episode.city,
@@ -104,7 +107,7 @@ def episode_record(world: World, episode: Episode, seed: int, traj: Trajectory, 
         "final_node": traj.path[-1],
         "end_reason": traj.end_reason.value,
         "steps": traj.steps,
-        "metrics": episode_metrics(world, episode, traj.path, solvable, dtw_threshold_m=dtw_threshold_m),
+        "metrics": family.score(world, episode, traj, solvable, dtw_threshold_m=dtw_threshold_m),
         "solvable": solvable,
         "instruction": episode.instruction,
         "request": episode.request,
@@ -119,6 +122,7 @@ def episode_record(world: World, episode: Episode, seed: int, traj: Trajectory, 
         "reference_latlon": _latlon(world, episode.reference_path),
         "target_latlon": _latlon(world, [episode.target])[0],
         "observed": observed,
+        **family.record_fields(world, episode, traj),
     }
     if traj.error:
         record["error"] = traj.error

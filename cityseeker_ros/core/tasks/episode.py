@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.streets.transition import ActionModel
@@ -23,6 +23,7 @@ CATEGORY_NAMES: dict[str, str] = {
 }
 PAPER_CATEGORIES: tuple[str, ...] = tuple(v for k, v in CATEGORY_NAMES.items() if k != "question2")
 DIFFICULTIES: tuple[str, ...] = ("easy", "medium", "hard")
+DEFAULT_FAMILY = "needs"  # CitySeeker's: what an episode is when it names no task family
 
 
 def difficulty_of(total_steps: int) -> str:
@@ -47,6 +48,12 @@ class Episode:
     target: str
     reference_path: tuple[str, ...]
     stage_goals: tuple[str, ...] = ()
+    # The task family (core/tasks/family.py) that judges it, its own step budget where the
+    # family's rules set one, and what else the family needs of it (a question's answer, a
+    # landmark goal's relations), which only that family reads.
+    family: str = DEFAULT_FAMILY
+    budget: Optional[int] = None
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def waypoints(self) -> tuple[str, ...]:

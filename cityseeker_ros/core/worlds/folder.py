@@ -19,7 +19,8 @@ from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.infra.files import replace_folder, sha256_file
 from cityseeker_ros.core.infra.jsonfile import read_json_file
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph, same_edge
-from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, Episode, World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
+from cityseeker_ros.core.tasks.task_file import field as _field
 from cityseeker_ros.core.worlds.scene import Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet
 
@@ -65,14 +66,6 @@ def is_world_folder(folder: Path) -> bool:
 
 def _read(folder: Path, name: str) -> Any:
     return read_json_file(folder / name, missing="missing (a world folder holds " + ", ".join(FILES) + ")")
-
-
-def _field(doc: dict[str, Any], key: str, path: Path, kind: type | tuple[type, ...], record: str | None = None):
-    value = doc.get(key) if isinstance(doc, dict) else None
-    if not isinstance(value, kind) or isinstance(value, bool):  # JSON true is no number here
-        raise DataError(path, f"expected {getattr(kind, '__name__', kind)}, got {value!r}"[:200],
-                        record=record, field=key)
-    return value
 
 
 def read_metadata(folder: Path) -> dict[str, Any]:
@@ -147,46 +140,18 @@ def load_scene_and_graph(folder: Path) -> tuple[Scene, StreetGraph]:
     return load_scene(folder), load_graph(folder)
 
 
-def load_world(folder: Path, problems: Problems | None = None, split: str = "test") -> World:
-    """A World for the benchmark: the graph, the `split` episodes and the TCC target sets."""
+def load_world(folder: Path, problems: Problems | None = None, split: str = "test",
+               family: str = DEFAULT_FAMILY) -> World:
+    """A World for the benchmark: the graph, the `split` episodes of task `family` and the
+    target sets its measures read."""
+    from cityseeker_ros.core.tasks.family import get_family
+
     folder = Path(folder)
     meta = read_metadata(folder)
     graph = load_graph(folder)
-    path = folder / "tasks.json"
-    doc = _read(folder, "tasks.json")
-    episodes = []
-    id_record: dict[str, str] = {}
-    for i, t in enumerate(_field(doc, "tasks", path, list)):
-        rec = f"tasks[{i}]"
-        task_id = _field(t, "id", path, str, rec)
-        if task_id in id_record:
-            raise DataError(path, f"task id {task_id!r} again (also {id_record[task_id]})", record=rec, field="id")
-        id_record[task_id] = rec
-        if _field(t, "split", path, str, rec) != split:
-            continue
-        code = _field(t, "category", path, str, rec)
-        if code not in CATEGORY_NAMES:
-            raise DataError(path, f"unknown category code {code!r}", record=rec, field="category")
-        route = tuple(_field(t, "reference_path", path, list, rec))
-        for key, node in (("start", t.get("start")), ("target", t.get("target"))) + tuple(
-                (f"reference_path[{k}]", n) for k, n in enumerate(route)) + tuple(
-                (f"stage_goals[{k}]", n) for k, n in enumerate(t.get("stage_goals", ()))):
-            if node not in graph:
-                raise DataError(path, f"node {node!r} is not in graph.json", record=rec, field=key)
-        episodes.append(Episode(
-            episode_id=_field(t, "id", path, str, rec), city=meta["name"], category=CATEGORY_NAMES[code],
-            difficulty=_field(t, "difficulty", path, str, rec), instruction=_field(t, "instruction", path, str, rec),
-            request=_field(t, "request", path, str, rec), start=t["start"], target=t["target"],
-            reference_path=route, stage_goals=tuple(t.get("stage_goals", ()))))
-    if not episodes:
-        raise DataError(path, f"no tasks in the {split!r} split (of {len(id_record)} tasks)", field="tasks")
-    targets = _field(doc, "category_targets", path, dict)
-    for request, nodes in targets.items():
-        missing = [n for n in nodes if n not in graph]
-        if missing:
-            raise DataError(path, f"target node {missing[0]!r} is not in graph.json", record=request,
-                            field="category_targets")
-    return World(city=meta["name"], graph=graph, episodes=episodes,
-                 category_targets={k: frozenset(v) for k, v in targets.items()},
-                 source_files={str(folder / f): sha256_file(folder / f) for f in FILES},
+    chosen = get_family(family)
+    episodes, targets = chosen.load(folder, meta["name"], graph, split)
+    files = FILES + tuple(f for f in (chosen.tasks_file,) if f not in FILES)
+    return World(city=meta["name"], graph=graph, episodes=episodes, category_targets=targets,
+                 source_files={str(folder / f): sha256_file(folder / f) for f in files},
                  synthetic=True, root=folder)

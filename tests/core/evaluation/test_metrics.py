@@ -13,7 +13,8 @@ import random
 
 import pytest
 
-from cityseeker_ros.core.evaluation.metrics import MEASURES, METRIC_KEYS, episode_metrics, summarize
+from cityseeker_ros.core.evaluation.metrics import summarize
+from cityseeker_ros.core.tasks.needs.metrics import MEASURES, METRIC_KEYS, episode_metrics
 from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.streets.graph import Node, StreetGraph
 from cityseeker_ros.core.tasks.episode import Episode, World

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cityseeker_ros.core.evaluation.metrics import dtw_m
+from cityseeker_ros.core.tasks.measures import dtw_m
 
 
 def dtw_by_cell(cost: np.ndarray) -> float:

@@ -1,0 +1,3 @@
+"""AR trials from a phone's browser, without ROS: the messages between the page and the server
+(protocol.py), the one-time token (token.py) and a trial's state: what is counted, dropped and
+waited for (session.py). The web server (cityseeker_ros/ar/) moves them to and from ROS."""
