@@ -18,10 +18,8 @@ from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.infra.redact import redact_logging, redact_text
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES
-
-METRIC_ORDER = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "ndtw", "osr", "as",
-                "solvable")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one "
                     "leased on this host)")
     _seek_options(sub)
+    from cityseeker_ros.ar.command import add_parser as add_ar_parser
+
+    add_ar_parser(sub)
     a = sub.add_parser("ablate", help="run every policy under every set of BCR strategies (the paper's Table 3)",
                        description="Run each policy under each cell (a set of BCR strategies) into OUT/POLICY/CELL/ "
                        "(resumable: rerun the same command), then write OUT/ablation.json, .md and .html.")
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "and cells: lists may hold mappings {label, policy, params} and {label, strategies}")
     a.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
     a.add_argument("--dataset", help="dataset format (default: auto-detect)")
+    a.add_argument("--family", help="task family of every run (default needs): needs, landmarks, questions")
     a.add_argument("--policy", dest="policies", action="append", metavar="[LABEL=]NAME[:KEY=VALUE,...]",
                    help="a policy, its row (repeatable; required): random, or "
                    "small=vlm:backend=transformers,model=/models/x (VALUE parsed as JSON when it can be)")
@@ -118,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check a dataset folder and report every problem")
     v.add_argument("data", type=Path, help="a city folder, or a folder of city folders")
     v.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
+    v.add_argument("--family", default=None, help="check only this task family's episodes (default: every "
+                   "family the folder holds)")
     v.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"step budget the executability check uses (default {DEFAULT_MAX_STEPS})")
 
@@ -165,10 +169,12 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     from cityseeker_ros.core.datasets import DATASETS
     from cityseeker_ros.core.sensing.views import VIEW_SOURCES
     from cityseeker_ros.core.strategies import STRATEGIES
+    from cityseeker_ros.core.tasks.family import family_names
 
     b.add_argument("--config", type=Path, help="YAML file of these options (flags given here win)")
     b.add_argument("--data", type=Path, help="a city folder, or a folder of city folders (required)")
     b.add_argument("--dataset", help=f"dataset format (default: auto-detect); one of: {', '.join(DATASETS.names())}")
+    b.add_argument("--family", help=f"task family (default needs); one of: {', '.join(family_names())}")
     b.add_argument("--policy", help=f"required; one of: {', '.join(POLICIES.names())}")
     b.add_argument("--param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="policy parameter (repeatable; VALUE parsed as JSON when it can be)")
@@ -239,7 +245,8 @@ def _size(text: str) -> tuple[int, int]:
     return w, h
 
 
-BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy": None, "param": {}, "seeds": 1,
+BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "family": DEFAULT_FAMILY, "policy": None,
+                                      "param": {}, "seeds": 1,
                                       "max_steps": DEFAULT_MAX_STEPS, "limit": None, "per_category": None,
                                       "workers": 1, "batch_size": 1,
                                       "dtw_threshold_m": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
@@ -248,7 +255,8 @@ BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policy":
                                       "memory": None, "executor": "local", "ray_address": None}
 
 
-ABLATE_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "policies": None, "cells": None, "seeds": 1,
+ABLATE_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "family": DEFAULT_FAMILY, "policies": None,
+                                   "cells": None, "seeds": 1,
                                    "rounds": 1, "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
                                    "batch_size": 1, "views": None, "view_param": {}, "max_backtracks": 3,
                                    "follow_hints": "auto", "out": None, "executor": "local", "ray_address": None}
@@ -313,7 +321,8 @@ def benchmark_config(args: argparse.Namespace):
     if not isinstance(options["seeds"], int) or options["seeds"] < 1:
         raise ConfigError(f"--seeds must be an integer >= 1, got {options['seeds']!r}")
     out = Path(options["out"])
-    config = BenchmarkConfig(data=str(options["data"]), dataset=options["dataset"], policy=options["policy"],
+    config = BenchmarkConfig(data=str(options["data"]), dataset=options["dataset"], family=options["family"],
+                             policy=options["policy"],
                              policy_params=options["param"], seeds=list(range(options["seeds"])),
                              max_steps=options["max_steps"], limit=options["limit"],
                              per_category=options["per_category"], workers=options["workers"],
@@ -380,7 +389,8 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
     cells = ablation.DEFAULT_CELLS if options["cells"] is None else options["cells"]
     config = ablation.AblationConfig(
-        data=str(options["data"]), dataset=options["dataset"], policies=ablation.policies_from(options["policies"]),
+        data=str(options["data"]), dataset=options["dataset"], family=options["family"],
+        policies=ablation.policies_from(options["policies"]),
         cells=ablation.cells_from(cells), seeds=list(range(seeds)), rounds=options["rounds"],
         max_steps=options["max_steps"], limit=options["limit"], workers=options["workers"],
         batch_size=options["batch_size"], views=options["views"], view_params=options["view_param"],
@@ -427,12 +437,15 @@ def format_summary(summary: dict[str, Any]) -> str:
              + (f", {config['rounds']} rounds" if config.get("rounds", 1) > 1 else "")
              + ("  [SYNTHETIC WORLD]" if config.get("synthetic") else "")
              + ("  [ORACLE: privileged information]" if config.get("privileged") else "")]
-    for key in METRIC_ORDER:
-        if key in overall:
+    for key, value in overall.items():
+        if key not in ("episodes", "seeds"):
             spread = f" ± {sd[key]:.2f}" if key in sd else ""
-            lines.append(f"  {key:<14}{overall[key]:>9.2f}{spread}")
-    lines.append(f"  solvable ceiling: {overall.get('solvable', 0):.1f}% of episodes can reach the target "
-                 "within the budget under this action model")
+            lines.append(f"  {key:<14}{value:>9.2f}{spread}")
+    if "solvable" in overall:
+        lines.append(f"  solvable ceiling: {overall['solvable']:.1f}% of episodes can reach the target "
+                     "within the budget under this action model")
+    for city, facts in config.get("task_family", {}).get("world", {}).items():
+        lines.append(f"  {city}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
     lines.append("  end reasons: " + ", ".join(f"{k} {v}" for k, v in summary.get("end_reasons", {}).items()))
     decisions = summary.get("decisions")
     if decisions:
@@ -532,8 +545,14 @@ def cmd_world_build(args: argparse.Namespace) -> int:
     osm = meta["osm"]
     print(f"wrote world {args.out} from {meta['source']['file']} (sha256 {meta['source']['sha256'][:12]}...) "
           f"in {meta['build_stats']['seconds']:.1f} s; {meta['credit']}, {meta['license'].split(':')[0]}")
-    print(f"  {osm['nodes']} nodes, {osm['edges']} edges, {osm['buildings']['real']} buildings "
-          f"(+{osm['buildings']['synthetic']} synthetic kiosks), {osm['pois']} POIs, {len(osm['brands'])} brands")
+    built = osm["buildings"]
+    print(f"  {osm['nodes']} nodes, {osm['edges']} edges, {built['real']} buildings (+{built.get('inferred', 0)} "
+          f"inferred along built-up streets, +{built.get('stand_in', built['synthetic'])} stand-ins for POIs), "
+          f"{osm['pois']} POIs, {len(osm['brands'])} brands, {osm.get('landmarks', 0)} landmarks")
+    empty = meta["density"].get("empty_horizon")
+    if empty:
+        print(f"  task-start views with nothing above the horizon: {empty['empty']} of {empty['views']} "
+              f"({100 * empty['share']:.0f}%)")
     print("  POIs by class: " + ", ".join(f"{k} {v}" for k, v in list(osm["pois_by_class"].items())[:15]))
     print("  brands: " + ", ".join(f"{k} {v}" for k, v in list(osm["brands"].items())[:15]))
     for split in ("test", "dev"):
@@ -559,7 +578,7 @@ def cmd_world_info(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.worlds.folder import read_metadata
 
     meta = read_metadata(args.world)
-    print(json.dumps({k: meta[k] for k in ("name", "builder", "source", "credit", "imagery", "counts")
+    print(json.dumps({k: meta[k] for k in ("name", "builder", "source", "credit", "imagery", "counts", "warnings")
                       if k in meta}, indent=1, ensure_ascii=False))
     return 0
 
@@ -598,7 +617,7 @@ WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": c
 COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "report": cmd_report,
             "compare": cmd_compare,
             "validate": cmd_validate, "world": cmd_world, "bag": lambda args: _bag_run(args),
-            "seek": lambda args: cmd_seek(args)}
+            "seek": lambda args: cmd_seek(args), "ar": lambda args: _ar_run(args)}
 
 
 def _seek_options(sub: Any) -> None:
@@ -697,6 +716,12 @@ def cmd_seek(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("cityseeker: interrupted; every process the seek started is stopped", file=sys.stderr)
         return 130
+
+
+def _ar_run(args: argparse.Namespace) -> int:
+    from cityseeker_ros.ar.command import run_ar
+
+    return run_ar(args)
 
 
 def _bag_run(args: argparse.Namespace) -> int:

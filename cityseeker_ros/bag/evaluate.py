@@ -24,12 +24,12 @@ from cityseeker_ros.core.evaluation.decisions import summarize_decisions
 from cityseeker_ros.core.evaluation.episode_run import episode_record as core_episode_record
 from cityseeker_ros.core.evaluation.episode_run import episode_rng
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M, summarize
-from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.ros.bag_records import Redecision, decision_outcome, recorded_decisions, records
 from cityseeker_ros.ros.bag_records import write_redecision as write_redecision  # bag/cli writes redecide's result
 from cityseeker_ros.ros.bag_storage import BagReader

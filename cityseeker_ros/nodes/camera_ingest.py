@@ -40,7 +40,7 @@ class CameraIngestNode(Node):
                               f"got {p['image_format']!r}")
         self._image_format, self._jpeg_quality = p["image_format"], int(p["jpeg_quality"])
         self._max_views = int(p["max_views"])
-        world = world_parameter(p["data"], p["dataset"], p["city"]) if p["data"] else None
+        world = world_parameter(p["data"], p["dataset"], p["city"], p["family"]) if p["data"] else None
         self._source = make_frame_source(p["source"], world, json_parameter("source_params", p["source_params"]))
         self._builder = ViewSetBuilder(self._source, world, int(p["max_steps"]))
         self._task: Optional[EpisodeBrief] = None

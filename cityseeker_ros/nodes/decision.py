@@ -186,7 +186,8 @@ class DecisionNode(LifecycleNode):
         data = str(self.get_parameter("data").value)
         if not data:
             raise ConfigError(f"policy {self._policy_name} is privileged: set the data parameter to its dataset")
-        worlds = load_dataset(Path(data), str(self.get_parameter("dataset").value))
+        worlds = load_dataset(Path(data), str(self.get_parameter("dataset").value),
+                              family=str(self.get_parameter("family").value))
         self._worlds = {w.city: w for w in worlds}
         self._episodes = {e.episode_id: e for w in worlds for e in w.episodes}
 

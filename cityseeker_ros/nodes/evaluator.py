@@ -34,7 +34,7 @@ class EvaluatorNode(Node):
         if not p["out"]:
             raise ConfigError("parameter out is required: the output folder")
         config, _ = run_config(p)
-        worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}
+        worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset, family=config.family)}
         # What defines the pixels, as the in-process benchmark records it.
         view_sources = {city: make_view_source(config.views, w, config.view_params).describe()
                         for city, w in worlds.items()} if config.views else {}

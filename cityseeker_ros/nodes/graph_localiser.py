@@ -53,7 +53,7 @@ class GraphLocaliserNode(Node):
         p = {spec.name: self.get_parameter(spec.name).value for spec in GRAPH_LOCALISER}
         if p["input"] not in ("fix", "odom"):
             raise ConfigError(f"parameter input must be 'fix' or 'odom', got {p['input']!r}")
-        self._world = world_parameter(p["data"], p["dataset"], p["city"])
+        self._world = world_parameter(p["data"], p["dataset"], p["city"], p["family"])
         origin = _origin(p["odom_origin"], self._world) if p["input"] == "odom" else None
         self._localiser = GraphLocaliser(self._world.graph, snap_radius_m=float(p["snap_radius_m"]),
                                          hysteresis_m=float(p["hysteresis_m"]), off_graph_m=float(p["off_graph_m"]),

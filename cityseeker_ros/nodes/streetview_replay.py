@@ -26,12 +26,12 @@ from sensor_msgs.msg import NavSatFix
 from std_srvs.srv import Trigger
 
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.tasks.family import family_of
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.view_set import EpisodeBrief, ViewSet, view_frame_id
 from cityseeker_ros.core.sensing.views import make_view_source
 from cityseeker_ros.core.tasks.environment import Environment, Observation
 from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.family import family_of
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, qos, typed
 from cityseeker_ros.ros.parameters import STREETVIEW_REPLAY, declare, json_parameter
@@ -55,7 +55,7 @@ class StreetviewReplayNode(Node):
         self._max_views, self._frame_id = int(p["max_views"]), p["frame_id"]
         self._panorama = bool(p["panorama"])
 
-        worlds = load_dataset(Path(p["data"]), p["dataset"])
+        worlds = load_dataset(Path(p["data"]), p["dataset"], family=p["family"])
         self._episodes: list[tuple[World, Episode]] = [(w, e) for w in worlds for e in w.episodes]
         self._index = {e.episode_id: i for i, (_, e) in enumerate(self._episodes)}
         view_params = json_parameter("view_params", p["view_params"])

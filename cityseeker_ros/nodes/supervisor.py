@@ -104,7 +104,7 @@ class SupervisorNode(Node):
             raise ConfigError(f"parameter mode must be one of {', '.join(MODES)}, got {p['mode']!r}")
         self._live = p["mode"] in ("live", "seek")
         self._altitude_m = float(p["altitude_m"])
-        worlds = load_dataset(Path(self._config.data), self._config.dataset)
+        worlds = load_dataset(Path(self._config.data), self._config.dataset, family=self._config.family)
         self._worlds = {w.city: w for w in worlds}
         if not keys:
             keys = [(self._worlds[c].episodes[i].episode_id, s) for c, i, s in run_tasks(self._config, self._worlds)]

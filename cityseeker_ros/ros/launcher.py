@@ -165,7 +165,8 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
     evaluator has written every task, stop everything started; summary.json."""
     config.validate()
     out = Path(out)
-    worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset)}  # refused before OUT is made
+    # refused before OUT is made
+    worlds = {w.city: w for w in load_dataset(Path(config.data), config.dataset, family=config.family)}
     out.mkdir(parents=True, exist_ok=True)
     if config.supervised and config.memory is None:
         config.memory = str((out / MEMORY_FILE).resolve())
@@ -266,6 +267,20 @@ def plan_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = 
             raise ConfigError(f"--source {run.source}: {exc}") from None
     nodes = [place_walker(n, walker) if n.name == node_sets.BRIDGE else n for n in node_sets.seek_nodes(run)]
     return SeekPlan(run, request, nodes)
+
+
+def plan_ar(run: RunConfig) -> tuple[RunConfig, World]:
+    """Everything `cityseeker ar` can check before it starts a process, each error a ConfigError
+    naming what was given: the run's settings, the world folder and that it loads (one city), the
+    policy and its parameters (as plan_seek), and the `topic` frame source's settings."""
+    run = checked(run)
+    world = _seek_world(Path(run.benchmark.data), run.benchmark.dataset)
+    _check_seek_policy(run.benchmark.policy, run.benchmark.policy_params)
+    try:
+        make_frame_source(run.source, world, run.source_params).close()
+    except ConfigError as exc:
+        raise ConfigError(f"the phone camera ({run.source} source): {exc}") from None
+    return run, world
 
 
 def place_walker(bridge: NodeSpec, start: dict[str, str]) -> NodeSpec:

@@ -22,7 +22,8 @@ LOCALISER, CAMERA, BRIDGE = "graph_localiser", "camera_ingest", "vehicle_bridge"
 def run_params(config: BenchmarkConfig) -> dict[str, Any]:
     """The RUN parameter table's values for a BenchmarkConfig (ros/parameters.py reads them back)."""
     return {
-        "data": str(Path(config.data).resolve()), "dataset": config.dataset, "policy": config.policy,
+        "data": str(Path(config.data).resolve()), "dataset": config.dataset, "family": config.family,
+        "policy": config.policy,
         "policy_params": json.dumps(config.policy_params), "seeds": list(config.seeds), "limit": config.limit or 0,
         "per_category": config.per_category or 0,
         "max_steps": config.max_steps, "max_invalid_retries": config.max_invalid_retries,
@@ -73,7 +74,7 @@ def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tup
     views = config.views if getattr(policy, "uses_images", True) and config.views else ""
     return [
         NodeSpec(REPLAY, "cityseeker_ros.nodes.streetview_replay", {
-            "data": run["data"], "dataset": config.dataset, "max_steps": config.max_steps,
+            "data": run["data"], "dataset": config.dataset, "family": config.family, "max_steps": config.max_steps,
             "max_invalid_retries": config.max_invalid_retries, "dtw_threshold_m": run["dtw_threshold_m"],
             "views": views, "view_params": run["view_params"], "image_format": image_format,
             "panorama": bool(views) and _shows_panorama(policy, config.policy_params)}),
@@ -94,7 +95,8 @@ def _decision(config: BenchmarkConfig, run: dict[str, Any], images: str) -> Node
     privileged = getattr(POLICIES.get(config.policy), "privileged", False)
     return NodeSpec(DECISION, "cityseeker_ros.nodes.decision", {
         "policy": config.policy, "policy_params": run["policy_params"], "data": run["data"] if privileged else "",
-        "dataset": config.dataset}, remaps=(("views", f"/{SUPERVISOR}/views"), ("images", images)), respawn=True)
+        "dataset": config.dataset, "family": config.family},
+        remaps=(("views", f"/{SUPERVISOR}/views"), ("images", images)), respawn=True)
 
 
 def _live_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], source: str,
@@ -103,10 +105,11 @@ def _live_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[s
     """Localiser, camera, decision, supervisor (live) and evaluator: the camera and AirSim runs."""
     run = run_params(config)
     return [
-        NodeSpec(LOCALISER, "cityseeker_ros.nodes.graph_localiser", {"data": run["data"], "dataset": config.dataset},
+        NodeSpec(LOCALISER, "cityseeker_ros.nodes.graph_localiser", {"data": run["data"], "dataset": config.dataset,
+                                                                      "family": config.family},
                  remaps=(("fix", fix_topic),)),
         NodeSpec(CAMERA, "cityseeker_ros.nodes.camera_ingest", {
-            "data": run["data"], "dataset": config.dataset, "source": source,
+            "data": run["data"], "dataset": config.dataset, "family": config.family, "source": source,
             "source_params": json.dumps(source_params), "max_steps": config.max_steps,
             "image_format": image_format},
             remaps=(("location", f"/{LOCALISER}/location"), ("episode", f"/{SUPERVISOR}/episode"))),
@@ -128,7 +131,7 @@ def camera_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[
 
 def walker_params(config: BenchmarkConfig) -> dict[str, Any]:
     """The walker link's world (its start: the first task's, unless plan_seek places it)."""
-    return {"data": str(Path(config.data).resolve()), "dataset": config.dataset}
+    return {"data": str(Path(config.data).resolve()), "dataset": config.dataset, "family": config.family}
 
 
 def vehicle_nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]], *, link: str, link_params: dict[str, Any],
@@ -171,6 +174,28 @@ def seek_nodes(run: RunConfig) -> list[NodeSpec]:
         made = nodes(run, [])
     return [replace(n, params={**n.params, "mode": "seek", "tasks": "", "safety_config": safety})
             if n.name == SUPERVISOR else n for n in made if n.name != EVALUATOR]
+
+
+AR_SERVER = "ar_server"
+
+
+def ar_nodes(run: RunConfig, origin: tuple[float, float], server_argv: tuple[str, ...]) -> list[NodeSpec]:
+    """`cityseeker ar`'s processes: a device's Seek node set (seek_nodes with the `topic` frame
+    source) whose device is the AR server (cityseeker_ros/ar/): camera_ingest reads its frames, and
+    graph_localiser its fixes with the phone's compass heading, as odometry around `origin` (a
+    NavSatFix has no heading, and a phone camera cannot be oriented without one); then the server."""
+    if run.kind != "camera" or run.walker or run.source != "topic":
+        raise ValueError("an AR trial is a camera run of the topic source with no simulated walker")
+    made = []
+    for n in seek_nodes(run):
+        if n.name == LOCALISER:
+            n = replace(n, params={**n.params, "input": "odom", "odom_origin": f"{origin[0]!r},{origin[1]!r}"},
+                        remaps=(("odom", f"/{AR_SERVER}/odom"),))
+        elif n.name == CAMERA:
+            n = replace(n, remaps=(*n.remaps, ("frames", f"/{AR_SERVER}/frames"),
+                                   ("frames/compressed", f"/{AR_SERVER}/frames/compressed")))
+        made.append(n)
+    return [*made, NodeSpec(AR_SERVER, "cityseeker_ros.ar.serve", argv=server_argv)]
 
 
 PLAYER, RECORDER, ASKER = "bag_player", "bag_recorder", "bag_asker"

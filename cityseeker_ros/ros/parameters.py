@@ -15,7 +15,7 @@ from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.live import DEFAULT_STALL_TIMEOUT_S
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
-from cityseeker_ros.core.tasks.episode import World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
 from cityseeker_ros.ros import secret_params
 
 # The view images' wire format between the world or camera node and the decision node: the one
@@ -42,11 +42,14 @@ class ParamSpec:
 
 # Settings several nodes load a dataset with, spelled and described once.
 DATASET = ParamSpec("dataset", "auto", "dataset format: auto, cityseeker or world")
+FAMILY = ParamSpec("family", DEFAULT_FAMILY, "task family whose episodes run: needs, landmarks, questions "
+                   "(core/tasks/family.py)")
 CITY = ParamSpec("city", "", "which city of `data` when it holds several; '' takes the only one")
 
 STREETVIEW_REPLAY = (
     ParamSpec("data", "", "dataset folder: one CitySeeker city or world folder, or a folder of them"),
     DATASET,
+    FAMILY,
     ParamSpec("episode", "", "episode to run: an episode id or an index in load order; '' waits idle. "
               "Setting it (with seed, atomically if both change) starts a new run",
               read_only=False, dynamic_typing=True),
@@ -76,6 +79,8 @@ VLM_DECISION = (
     ParamSpec("model", "", "model path or served model name (shorthand for policy_params model)", read_only=False),
     ParamSpec("data", "", "dataset folder, needed only by privileged policies (oracle)", read_only=False),
     ParamSpec("dataset", "auto", "dataset format of `data`", read_only=False),
+    ParamSpec("family", DEFAULT_FAMILY, "task family of the episodes of `data` a privileged policy reads",
+              read_only=False),
     ParamSpec("max_views", 8, "images kept per view set on the images subscription (history depth)",
               read_only=False),
     ParamSpec("image_timeout_s", 10.0, "a view set whose images have not all arrived by then is answered "
@@ -90,6 +95,7 @@ VLM_DECISION = (
 RUN = (
     ParamSpec("data", "", "dataset folder: one CitySeeker city or world folder, or a folder of them"),
     DATASET,
+    FAMILY,
     ParamSpec("policy", "random", "the decision node's policy name (recorded; chooses how hints are followed)"),
     ParamSpec("policy_params", "{}", "JSON object of the policy's settings (recorded in config.json)"),
     ParamSpec("backend", "", "VLM backend (shorthand for policy_params backend; '' leaves it)"),
@@ -179,6 +185,7 @@ VEHICLE_BRIDGE = (
 GRAPH_LOCALISER = (
     ParamSpec("data", "", "dataset folder with the street graph: a CitySeeker city or world folder, or several"),
     DATASET,
+    FAMILY,
     CITY,
     ParamSpec("input", "fix", "what to localise: fix (sensor_msgs/NavSatFix on `fix`) or odom (nav_msgs/Odometry "
               "on `odom`)"),
@@ -203,6 +210,7 @@ CAMERA_INGEST = (
     ParamSpec("source_params", "{}", "JSON object of the frame source's settings"),
     ParamSpec("data", "", "dataset folder with the street graph (needed by replay; gives node positions)"),
     DATASET,
+    FAMILY,
     CITY,
     ParamSpec("max_steps", DEFAULT_MAX_STEPS, "view sets per run at most (the step budget)"),
     ParamSpec("image_format", VIEW_IMAGE_FORMAT, "view image format on the wire: raw (sensor_msgs/Image rgb8), "
@@ -224,12 +232,12 @@ NODES: dict[str, tuple[ParamSpec, ...]] = {
 }
 
 
-def world_parameter(data: str, dataset: str, city: str) -> World:
+def world_parameter(data: str, dataset: str, city: str, family: str = DEFAULT_FAMILY) -> World:
     """The world the data, dataset and city parameters name: the one world of `data`, or the
     one named `city`; the parameter is named when wrong."""
     if not data:
         raise ConfigError("parameter data is required: a dataset folder with the street graph")
-    worlds = load_dataset(Path(data), dataset)
+    worlds = load_dataset(Path(data), dataset, family=family)
     if city:
         chosen = [w for w in worlds if w.city == city]
         if not chosen:
@@ -278,7 +286,7 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
     if not values["data"]:
         raise ConfigError("parameter data is required: a dataset folder")
     config = BenchmarkConfig(
-        data=values["data"], policy=values["policy"], dataset=values["dataset"],
+        data=values["data"], policy=values["policy"], dataset=values["dataset"], family=values["family"],
         policy_params=policy_params(parsed("policy_params"), values["backend"], values["model"]),
         seeds=[int(s) for s in values["seeds"]],
         max_steps=int(values["max_steps"]), max_invalid_retries=int(values["max_invalid_retries"]),

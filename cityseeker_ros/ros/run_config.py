@@ -168,6 +168,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("data", ALL, "dataset folder: a CitySeeker city or a world built by `cityseeker world build` (bag: "
             "only for a privileged policy)", required=W, in_benchmark=True),
     Setting("dataset", W, "dataset format: auto, cityseeker or world", in_benchmark=True),
+    Setting("family", W, "task family: needs, landmarks or questions (core/tasks/family.py)", in_benchmark=True),
     Setting("out", W, "output folder of episodes.jsonl and summary.json (node logs in OUT/ros)", required=W),
     Setting("policy", ALL, "policy name: random, forward, ocr-embed, vlm, oracle...", required=ALL,
             in_benchmark=True),

@@ -43,7 +43,8 @@ class VehicleSetup:
     grab: Optional[Callable[[str, bool], Any]] = None  # (camera, depth) -> CameraFrame, on the caller's thread
 
 
-WALKER_KEYS = ("data", "dataset", "city", "start", "start_node", "speed_m_s", "noise_m", "seed", "follow_goals")
+WALKER_KEYS = ("data", "dataset", "family", "city", "start", "start_node", "speed_m_s", "noise_m", "seed",
+               "follow_goals")
 AIRSIM_KEYS = ("host", "port", "client", "vehicle", "rpc_timeout_s", "motion_timeout_s", "probe_timeout_s",
                "raw_channel_order", "anchor", "motion", "motion_params", "state_from_pose", "camera", "depth")
 
@@ -103,10 +104,11 @@ def walker_start(params: Mapping[str, Any]) -> tuple[float, float]:
         if not (math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
             raise ConfigError(f"link_params start: not a position: {start!r}")
         return lat, lon
+    from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
     from cityseeker_ros.ros.parameters import world_parameter
 
     world = world_parameter(str(params.get("data", "")), str(params.get("dataset", "auto")),
-                            str(params.get("city", "")))
+                            str(params.get("city", "")), str(params.get("family", DEFAULT_FAMILY)))
     node_id = params.get("start_node") or (world.episodes[0].start if world.episodes else "")
     if node_id not in world.graph.nodes:
         raise ConfigError(f"link_params start_node: {node_id!r} is not a node of {world.city}'s street graph"

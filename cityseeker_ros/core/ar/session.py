@@ -60,6 +60,7 @@ class ArSession:
         self._fix_at = self._good_fix_at = self._frame_at = self._heading_at = float("-inf")
         self.heading_deg: Optional[float] = None
         self.last_drop = ""
+        self.last_coarse = False  # the last text message was a fix coarser than the threshold
 
     # -- what the page sends ---------------------------------------------------------------------
 
@@ -76,6 +77,7 @@ class ArSession:
     def text(self, text: Union[str, bytes]) -> Optional[PageMessage]:
         """A text message: the message to act on, or None. A fix coarser than the threshold is
         counted `fix.coarse` and kept from the localiser (the page is told it waits for a better one)."""
+        self.last_coarse = False
         try:
             message = parse_text(text)
         except Malformed as exc:
@@ -87,6 +89,7 @@ class ArSession:
                 self.heading_deg, self._heading_at = message.heading_deg, now
             if message.accuracy_m > self.min_accuracy_m:
                 self.counts["fix.coarse"] += 1
+                self.last_coarse = True
                 return None
             self._good_fix_at = now
             self.counts["fix.accepted"] += 1

@@ -34,10 +34,11 @@ from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.infra.key_value import parse_key_value
 from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
+from cityseeker_ros.core.tasks.family import family_of_config
 
 DEFAULT_CELLS = "baseline,B1,oracle:B2,oracle:B3,C1,C2,R1,R2,R3,oracle:B2+oracle:B3+C1+R3"
 BASELINE = "baseline"
-TABLE_METRICS = (("tcp50", "TCP50 (%)"), ("dtw_per_ref_m", "dtw_per_ref_m (m)"))
 RECALLING = ("R1", "R2", "C1", "C2")  # strategies that read earlier rounds (C1/C2 also files)
 DAGGER = "†"
 ORACLE_NOTE = f"{DAGGER} privileged information: reads the route to the goal (an oracle strategy)."
@@ -142,6 +143,7 @@ def display_label(cell: dict[str, Any]) -> str:
 class AblationConfig:
     data: str
     dataset: str = "auto"
+    family: str = DEFAULT_FAMILY
     policies: list[dict[str, Any]] = field(default_factory=lambda: [{"label": "random", "policy": "random",
                                                                      "params": {}}])
     cells: list[dict[str, Any]] = field(default_factory=lambda: cells_from(DEFAULT_CELLS))
@@ -159,7 +161,7 @@ class AblationConfig:
     ray_address: Optional[str] = None
 
     def benchmark_config(self, policy: dict[str, Any], cell: dict[str, Any]) -> BenchmarkConfig:
-        return BenchmarkConfig(data=str(self.data), dataset=self.dataset, policy=policy["policy"],
+        return BenchmarkConfig(data=str(self.data), dataset=self.dataset, family=self.family, policy=policy["policy"],
                                policy_params=dict(policy.get("params", {})), seeds=list(self.seeds),
                                max_steps=self.max_steps, limit=self.limit, workers=self.workers,
                                batch_size=self.batch_size, views=self.views, view_params=dict(self.view_params),
@@ -260,7 +262,7 @@ def ablation_tables(doc: dict[str, Any]) -> list[Table]:
         entries = [by_cell[c["label"]] for c in cells]
         seeds = _same([e["overall"].get("seeds", 0) for e in entries])
         episodes = _same([e["overall"].get("episodes", 0) for e in entries])
-        for key, name in TABLE_METRICS:
+        for key, name in family_of_config(config).ablation:
             rows.append((policy["label"], name,
                          *(fmt_mean_sd(e["overall"].get(key), e["overall_sd"].get(key)) for e in entries),
                          seeds, episodes))
@@ -269,8 +271,10 @@ def ablation_tables(doc: dict[str, Any]) -> list[Table]:
                                                         for c, e in zip(cells, entries) if c["label"] != BASELINE)))
     seeds_note = ("Mean ± standard deviation of the per-seed means" if any(
         e["overall_sd"] for cells_ in results.values() for e in cells_.values()) else "Means (one seed)")
-    note = (f"{seeds_note}; Episodes: distinct episodes, each run once per seed. TCP50 higher is better, "
-            f"dtw_per_ref_m lower is better. " + " ".join(doc["notes"]))
+    family = family_of_config(config)
+    better = ", ".join(f"{family.spec(k).label} {'lower' if 'lower is better' in family.spec(k).meaning else 'higher'}"
+                       " is better" for k, _ in family.ablation)
+    note = (f"{seeds_note}; Episodes: distinct episodes, each run once per seed. {better}. " + " ".join(doc["notes"]))
     tables = [Table("BCR ablation (rows: policies; columns: cells)", ("Policy", "Metric", *heads, "Seeds", "Episodes"),
                     tuple(rows), note)]
     if deltas:

@@ -38,7 +38,8 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import EpisodeLog, write_json_atomic
 from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.infra.text import clean_json
-from cityseeker_ros.core.tasks.episode import World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
+from cityseeker_ros.core.tasks.family import get_family
 
 if TYPE_CHECKING:
     pass
@@ -121,6 +122,8 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
     from cityseeker_ros.core.agents.vlm.prompt_profiles import prompt_record
 
     c = config
+    family = get_family(c.family)
+    facts = {city: f for city, w in sorted(worlds.items()) if w.root is not None and (f := family.describe(w.root))}
     return clean_json(redact({
         **asdict(c),
         "data": str(Path(c.data).resolve()),
@@ -138,6 +141,8 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
                      "networkx": networkx.__version__, "pyproj": pyproj.__version__},
         "command": os.environ.get(RUN_COMMAND_ENV) or command or redact_command(sys.argv),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        # What the family states beside every result (landmark counts, route lengths); none for needs.
+        **({"task_family": {"name": family.name, "world": facts}} if facts else {}),
     }))
 
 
@@ -172,6 +177,7 @@ def comparable(manifest: dict[str, Any]) -> dict[str, Any]:
     before they were), and the view parameters that every view source describes left to those
     descriptions, which hold them in canonical form (a panorama folder resolved)."""
     out = dict(manifest)
+    out.setdefault("family", DEFAULT_FAMILY)  # written before task families: its runs are needs
     if isinstance(out.get("data_files"), dict):
         out["data_files"] = resolved_keys(out["data_files"])
     described = [set(d) for d in (out.get("view_sources") or {}).values() if isinstance(d, dict)]

@@ -18,8 +18,7 @@ from typing import Any, Optional
 from cityseeker_ros.core.evaluation.report.page import load_episodes, load_summary
 from cityseeker_ros.core.evaluation.report.tables import Table, fmt_mean_sd, metric_header
 from cityseeker_ros.core.infra.errors import ConfigError
-
-COLUMNS = ("tce", "tcp50", "tcc", "spl", "osr", "spd", "dtw_per_ref_m", "as")
+from cityseeker_ros.core.tasks.family import TaskFamily, family_of_config
 
 
 def _run_name(out: Path, summary: dict) -> str:
@@ -28,9 +27,9 @@ def _run_name(out: Path, summary: dict) -> str:
     return f"{cfg.get('policy', '?')}{marks} ({out.name})"
 
 
-# The policies that give a reading its fixed points.
-CHANCE, CEILING, PERFECT_READING = "random", "oracle", "sign-oracle"
-READING_METRIC = "tcp50"  # the paper's headline
+# Chance: the policy that gives a reading its lower fixed point; the ceiling and perfect
+# perception are each family's (oracle and sign-oracle for needs).
+CHANCE = "random"
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,10 @@ class Run:
     @property
     def policy(self) -> str:
         return str(self.summary.get("config", {}).get("policy", "?"))
+
+    @property
+    def family(self) -> TaskFamily:
+        return family_of_config(self.summary.get("config", {}))
 
     def mean_sd(self, key: str) -> tuple[Optional[float], Optional[float]]:
         return self.summary["overall"].get(key), (self.summary.get("overall_sd") or {}).get(key)
@@ -61,6 +64,9 @@ def load_runs(outs: Sequence[Path]) -> list[Run]:
         files.append({Path(p).name: h for p, h in summary.get("config", {}).get("data_files", {}).items()})
     first = runs[0]
     for run, data in zip(runs[1:], files[1:]):
+        if run.family.name != first.family.name:
+            raise ConfigError(f"compare: {run.out} ran {run.family.name} and {first.out} {first.family.name}: "
+                              "their measures differ; compare runs of one task family")
         if run.episodes != first.episodes:
             only = sorted(run.episodes ^ first.episodes)
             raise ConfigError(f"compare: {run.out} and {first.out} ran different episodes ({len(only)} in one only, "
@@ -77,6 +83,8 @@ def comparison(outs: Sequence[Path]) -> Table:
 
 
 def comparison_table(runs: Sequence[Run]) -> Table:
+    family = runs[0].family
+    columns = family.headline
     rows = []
     for run in runs:
         out, summary, episodes = run.out, run.summary, run.episodes
@@ -84,11 +92,13 @@ def comparison_table(runs: Sequence[Run]) -> Table:
         seeds = len(summary.get("config", {}).get("seeds") or [0])
         ends = summary.get("end_reasons", {})
         rows.append((_run_name(out, summary), f"{len(episodes)} x {seeds}",
-                     *(fmt_mean_sd(overall.get(k), sd.get(k)) for k in COLUMNS),
+                     *(fmt_mean_sd(overall.get(k), sd.get(k)) for k in columns),
                      ", ".join(f"{n} {reason}" for reason, n in ends.items())))
-    header = ("Run", "Episodes x seeds", *(metric_header(k) for k in COLUMNS), "End reasons")
-    note = ("Same episodes and data in every row. Lower is better for SPD and dtw_per_ref_m; "
-            "mean ± SD over seeds where a run has several.")
+    header = ("Run", "Episodes x seeds", *(metric_header(family, k) for k in columns), "End reasons")
+    lower = [family.spec(k).label for k in columns if "lower is better" in family.spec(k).meaning]
+    note = ("Same episodes and data in every row. "
+            + (f"Lower is better for {' and '.join(lower)}; " if lower else "")
+            + "mean ± SD over seeds where a run has several.")
     return Table("Side by side", header, tuple(rows), note)
 
 
@@ -96,12 +106,15 @@ def reading(runs: Sequence[Run]) -> Optional[str]:
     """One line: where the first agent stands between chance and the ceiling on TCP50, and, with
     a perfect-reading row, whether seeing or deciding failed. None without chance and ceiling
     rows, or without an agent that is neither."""
+    family = runs[0].family
+    ceiling, perfect_reading, metric = family.oracle, family.perfect_perception, family.success_metric
+    label = family.spec(metric).label
     by_policy = {run.policy: run for run in runs}
-    agents = [run for run in runs if run.policy not in (CHANCE, CEILING, PERFECT_READING)]
-    if CHANCE not in by_policy or CEILING not in by_policy or not agents:
+    agents = [run for run in runs if run.policy not in (CHANCE, ceiling, perfect_reading)]
+    if CHANCE not in by_policy or ceiling not in by_policy or not agents:
         return None
     agent = agents[0]
-    (a, _), (c, c_sd), (o, _) = (r.mean_sd(READING_METRIC) for r in (agent, by_policy[CHANCE], by_policy[CEILING]))
+    (a, _), (c, c_sd), (o, _) = (r.mean_sd(metric) for r in (agent, by_policy[CHANCE], by_policy[ceiling]))
     if a is None or c is None or o is None:
         return None
     one_episode = 100.0 / max(len(agent.episodes), 1)
@@ -110,14 +123,14 @@ def reading(runs: Sequence[Run]) -> Optional[str]:
     else:
         place = f"{'above' if a > c else 'below'} chance (random {fmt_mean_sd(c, c_sd)})"
     share = 100.0 * (a - c) / (o - c) if o != c else 0.0
-    line = (f"Reading: {agent.policy} reaches TCP50 {a:.1f}, {place}, {share:.0f}% of the way to the "
-            f"ceiling (oracle {o:.1f})")
-    perfect = by_policy.get(PERFECT_READING)
-    r = perfect.mean_sd(READING_METRIC)[0] if perfect else None
+    line = (f"Reading: {agent.policy} reaches {label} {a:.1f}, {place}, {share:.0f}% of the way to the "
+            f"ceiling ({ceiling} {o:.1f})")
+    perfect = by_policy.get(perfect_reading) if perfect_reading else None
+    r = perfect.mean_sd(metric)[0] if perfect else None
     if r is None:
         return line + "."
     if r - a >= one_episode:
         verdict = f"perfect reading lifts the same decisions to {r:.1f}: seeing fails first"
     else:
-        verdict = f"perfect reading ({PERFECT_READING}) reaches {r:.1f}: deciding fails, not seeing"
+        verdict = f"perfect reading ({perfect_reading}) reaches {r:.1f}: deciding fails, not seeing"
     return f"{line}; {verdict}."

@@ -5,23 +5,21 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from cityseeker_ros.core.agents.policies import POLICIES
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.sensing.views import VIEW_SOURCES
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
-
-if TYPE_CHECKING:
-    pass
-
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
+from cityseeker_ros.core.tasks.family import get_family
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "config.json"
 # Settings that change results: a resumed run must match them exactly.
-RESULT_DEFINING = ("data_files", "dataset", "policy", "policy_params", "max_steps",
+RESULT_DEFINING = ("data_files", "dataset", "family", "policy", "policy_params", "max_steps",
                    "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources",
                    "strategies", "rounds", "max_backtracks", "follow_hints", "prompt")
 MEMORY_FILE = "memory.sqlite"
@@ -57,6 +55,7 @@ class BenchmarkConfig:
     memory: Optional[str] = None  # SQLite file; None: memory.sqlite in the output folder
     executor: str = "local"  # where episodes run: core/executors (local process pool, ray)
     ray_address: Optional[str] = None  # --executor ray: a cluster to join; None starts a local instance
+    family: str = DEFAULT_FAMILY  # the task family whose episodes run (core/tasks/family.py)
 
     @property
     def supervised(self) -> bool:
@@ -68,6 +67,8 @@ class BenchmarkConfig:
                                                    "max_invalid_retries", "views", "view_params", "strategies",
                                                    "rounds", "max_backtracks", "follow_hints")}
         settings["data"] = str(Path(self.data).resolve())
+        if self.family != DEFAULT_FAMILY:  # the first family's runs keep the memory they had
+            settings["family"] = self.family
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def make_strategies(self) -> list[Any]:
@@ -81,6 +82,7 @@ class BenchmarkConfig:
         """The executor's name is checked where it is used (Benchmark), which keeps this module
         free of the executors that run episodes for it."""
         POLICIES.get(self.policy)
+        get_family(self.family)
         self.make_strategies()
         if self.views is not None:
             VIEW_SOURCES.get(self.views)

@@ -187,8 +187,8 @@ class EpisodeRunner:
         object store, core/evaluation/executors/ray.py); `prepare` False leaves the model unloaded (a driver
         whose episodes run elsewhere)."""
         self.config = config
-        self.worlds = worlds if worlds is not None else {w.city: w for w in load_dataset(Path(config.data),
-                                                                                         config.dataset)}
+        self.worlds = worlds if worlds is not None else {
+            w.city: w for w in load_dataset(Path(config.data), config.dataset, family=config.family)}
         self.policy = make_policy(config.policy, **config.policy_params)
         # Loaded once here; forked workers inherit it (use --workers 1 with --batch-size on a GPU).
         if prepare:

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.streets.geodesy import pairwise_geodesic_m
+from cityseeker_ros.core.tasks.family import family_of_record
 
 NEAR_M = 50.0  # the paper's TCP radius; also the OSR radius of metrics.py
 TAGS = ("success", "success-with-loop", "loop", "premature-stop", "overshoot", "never-stopped",
@@ -43,8 +44,10 @@ Coords = Mapping[str, Sequence[float]]
 
 
 def succeeded(record: Mapping[str, Any]) -> bool:
+    """Success as the record's task family defines it (TCP50 for needs)."""
     try:
-        return float((record.get("metrics") or {}).get("tcp50") or 0.0) >= 100.0
+        key = family_of_record(record).success_metric
+        return float((record.get("metrics") or {}).get(key) or 0.0) >= 100.0
     except (TypeError, ValueError):
         return False
 

@@ -6,12 +6,16 @@ the frame is finished with one gather and one multiply-add, whatever mix of surf
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from cityseeker_ros.core.render.camera import Pose
 from cityseeker_ros.core.render.caster import WallLayer
 from cityseeker_ros.core.render.clutter import PAVEMENT_M
+from cityseeker_ros.core.render.ground import COVER, KERB_LIGHT, GroundMap
 from cityseeker_ros.core.render.palette import HAZE
+from cityseeker_ros.core.render.skyline import Skyline
 from cityseeker_ros.core.render.textures import (
     FACADE_LEVELS,
     GROUND_FLOOR_M,
@@ -38,7 +42,8 @@ def haze(distance_m: np.ndarray, max_distance_m: float) -> np.ndarray:
     return x * x
 
 
-def compose(pose: Pose, layer: WallLayer, walls: WallSet, table: TextureTable, max_distance_m: float) -> np.ndarray:
+def compose(pose: Pose, layer: WallLayer, walls: WallSet, table: TextureTable, max_distance_m: float,
+            ground: Optional[GroundMap] = None, skyline: Optional[Skyline] = None) -> np.ndarray:
     """(H, W, 3) uint8 frame of sky, ground and walls (no signs or clutter sprites yet).
 
     Works column-major (W, H) like the caster and transposes only the finished colour planes."""
@@ -75,7 +80,7 @@ def compose(pose: Pose, layer: WallLayer, walls: WallSet, table: TextureTable, m
     v = np.where(z >= per_pixel(full_floors, 0.0, np.float32), np.float32(PARAPET_V), v)
     row = np.minimum((v * side_px).astype(np.int32), 2 * side_px - 1)
     index = per_pixel(table.facade_offset[style, level] + tx, 0, np.int32) + row * side_px
-    bg_index, bg_a, bg_b = _background(pose, layer, table, max_distance_m)
+    bg_index, bg_a, bg_b = _background(pose, layer, table, max_distance_m, ground, skyline)
     is_wall = layer.label >= 0
     index = np.where(is_wall, index, bg_index)
     a = np.where(is_wall, per_pixel(shade * (1.0 - fade), 0.0, np.float32), bg_a)
@@ -95,12 +100,18 @@ def _frac(x: np.ndarray) -> np.ndarray:
     return x - np.floor(x)
 
 
-def _background(pose: Pose, layer: WallLayer, table: TextureTable,
-                max_distance_m: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Texel index and blend weights (W, H) for sky (above the horizon) and cobbled ground (below)."""
+def _background(pose: Pose, layer: WallLayer, table: TextureTable, max_distance_m: float,
+                ground_map: Optional[GroundMap] = None,
+                skyline: Optional[Skyline] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Texel index and blend weights (W, H) for sky (above the horizon, with the distant skyline)
+    and the ground below: its cover from the ground map, else cobbles with pavements along walls."""
     m = pose.model
     w = m.width
     sky = np.broadcast_to((table.sky_offset + m.sky_row_index).astype(np.int32)[None, :], (w, m.horizon_row))
+    sky_a = np.ones((w, m.horizon_row), np.float32)
+    sky_b = np.zeros((w, m.horizon_row), np.float32)
+    if skyline is not None and m.horizon_row:
+        sky, sky_a, sky_b = skyline.paint(pose, sky, table)
     level = m.ground_level
     side = (GROUND_SIZE >> level).astype(np.int32)[None, :]
     scale = (1.0 / (GROUND_TEXEL_M * (1 << level))).astype(np.float32)[None, :]
@@ -115,22 +126,28 @@ def _background(pose: Pose, layer: WallLayer, table: TextureTable,
     ix = ((rel_x + np.float32(pose.x % tile + span)) * scale).astype(np.int32) & (side - 1)
     iy = ((rel_y + np.float32(pose.y % tile + span)) * scale).astype(np.int32) & (side - 1)
     ground = table.ground_offset[level].astype(np.int32)[None, :] + iy * side + ix
-    # Pavement: ground within PAVEMENT_M of the nearest building wall in its column (of the wall
-    # segment, not its line, so pavements turn round corners instead of running on past them).
-    rel_x -= layer.near_p0[:, 0].astype(np.float32)[:, None]
-    rel_y -= layer.near_p0[:, 1].astype(np.float32)[:, None]
-    dx = layer.near_dir[:, 0].astype(np.float32)[:, None]
-    dy = layer.near_dir[:, 1].astype(np.float32)[:, None]
-    along = np.clip(rel_x * dx + rel_y * dy, np.float32(0.0), layer.near_len.astype(np.float32)[:, None])
-    rel_x -= along * dx
-    rel_y -= along * dy
-    off2 = rel_x * rel_x + rel_y * rel_y
-    pave = off2 < np.float32(PAVEMENT_M ** 2)
-    ground += pave * np.int32(table.pavement_delta)
-    light = np.where(pave, np.where(off2 >= np.float32((PAVEMENT_M - KERB_M) ** 2), np.float32(1.12), np.float32(1.0)),
-                     np.where(off2 < np.float32((PAVEMENT_M + GUTTER_M) ** 2), np.float32(0.72), np.float32(1.0)))
+    if ground_map is not None:
+        cover = ground_map.lookup(pose.x, pose.y, rel_x, rel_y)
+        ground += table.cover_delta.astype(np.int32)[cover]
+        light = np.where(cover == COVER["kerb"], np.float32(KERB_LIGHT), np.float32(1.0))
+    else:
+        # Pavement: ground within PAVEMENT_M of the nearest building wall in its column (of the wall
+        # segment, not its line, so pavements turn round corners instead of running on past them).
+        rel_x -= layer.near_p0[:, 0].astype(np.float32)[:, None]
+        rel_y -= layer.near_p0[:, 1].astype(np.float32)[:, None]
+        dx = layer.near_dir[:, 0].astype(np.float32)[:, None]
+        dy = layer.near_dir[:, 1].astype(np.float32)[:, None]
+        along = np.clip(rel_x * dx + rel_y * dy, np.float32(0.0), layer.near_len.astype(np.float32)[:, None])
+        rel_x -= along * dx
+        rel_y -= along * dy
+        off2 = rel_x * rel_x + rel_y * rel_y
+        pave = off2 < np.float32(PAVEMENT_M ** 2)
+        ground += pave * np.int32(table.pavement_delta)
+        light = np.where(pave, np.where(off2 >= np.float32((PAVEMENT_M - KERB_M) ** 2), np.float32(1.12),
+                                        np.float32(1.0)),
+                         np.where(off2 < np.float32((PAVEMENT_M + GUTTER_M) ** 2), np.float32(0.72), np.float32(1.0)))
     fade = haze(tg * m.col_norm.astype(np.float32)[:, None], max_distance_m).astype(np.float32)
     index = np.concatenate([sky, ground], axis=1)
-    a = np.concatenate([np.ones((w, m.horizon_row), np.float32), light * (1.0 - fade)], axis=1)
-    b = np.concatenate([np.zeros((w, m.horizon_row), np.float32), fade], axis=1)
+    a = np.concatenate([sky_a, light * (1.0 - fade)], axis=1)
+    b = np.concatenate([sky_b, fade], axis=1)
     return index, a, b

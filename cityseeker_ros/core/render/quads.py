@@ -8,7 +8,8 @@ and boxes of the pixels that win are the signs' ground truth.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -30,15 +31,18 @@ class QuadStats:
     bbox: np.ndarray  # (n, 4) int64
     height_px: np.ndarray
     area_px: np.ndarray
+    drawn: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # flat indices of pixels drawn
 
 
 def draw_quads(image: np.ndarray, pose: Pose, layer: WallLayer, left: np.ndarray, right: np.ndarray,
                z0: np.ndarray, z1: np.ndarray, textures: Sequence[Callable[[], MipTexture]],
-               max_distance_m: float) -> QuadStats:
+               max_distance_m: float, unhazed: Optional[np.ndarray] = None) -> QuadStats:
     """Draw quads into `image` (H, W, 3) uint8 in place and report what of each shows.
 
     `textures[i]()` gives quad i's texture; it is only called for quads with a pixel in front
-    of the walls, so boards hidden behind buildings never have their texture drawn."""
+    of the walls, so boards hidden behind buildings never have their texture drawn. Quads
+    flagged in `unhazed` keep their texels' exact colours (landmark crowns, whose identity
+    colour a camera must be able to match at any distance)."""
     m = pose.model
     h, w = m.height, m.width
     n = len(left)
@@ -89,6 +93,8 @@ def draw_quads(image: np.ndarray, pose: Pose, layer: WallLayer, left: np.ndarray
     pix, texel, q, pair_win = pix[win], texel[opaque][win], q[opaque][win], pair[opaque][win]
     xs = unwrapped[pair_win]
     fade = haze(tp[opaque][win] * m.col_norm[pix % w], max_distance_m)[:, None]
+    if unhazed is not None:
+        fade = np.where(unhazed[q][:, None], 0.0, fade)
     rgb = texel.view(np.uint8).reshape(-1, 4)[:, :3] * (1.0 - fade) + fade * np.asarray(HAZE, np.float64)
     image.reshape(-1, 3)[pix] = np.minimum(rgb + 0.5, 255.0).astype(np.uint8)
 
@@ -106,7 +112,7 @@ def draw_quads(image: np.ndarray, pose: Pose, layer: WallLayer, left: np.ndarray
     seen = np.bincount(pair_win, minlength=len(t)) > 0
     shown_cols = np.bincount(item[seen], minlength=n)
     mean_h = np.bincount(item[seen], weights=height_px[seen], minlength=n) / np.maximum(shown_cols, 1)
-    return QuadStats(visible, bbox.T.copy(), mean_h, area)
+    return QuadStats(visible, bbox.T.copy(), mean_h, area, pix)
 
 
 _EMPTY = np.zeros((1, 1), np.uint32)

@@ -13,6 +13,7 @@ import io
 import math
 import numbers
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,20 +24,26 @@ from cityseeker_ros.core.render.boards import BoardCache
 from cityseeker_ros.core.render.camera import Pose, camera_model
 from cityseeker_ros.core.render.caster import cast_walls
 from cityseeker_ros.core.render.clearance import cameras_outside
-from cityseeker_ros.core.render.clutter import place_clutter, sprite_textures
+from cityseeker_ros.core.render.clutter import Sprite, place_clutter, sprite_textures
 from cityseeker_ros.core.render.compose import compose
+from cityseeker_ros.core.render.ground import ground_map
+from cityseeker_ros.core.render.landmarks import VisibleLandmark, crown_span, crown_texture, shaft_texture
 from cityseeker_ros.core.render.mipmap import MipTexture
 from cityseeker_ros.core.render.quads import draw_quads
-from cityseeker_ros.core.render.settings import RenderSettings
+from cityseeker_ros.core.render.settings import DEFAULT_FONT, RenderSettings
 from cityseeker_ros.core.render.signs import place_boards
+from cityseeker_ros.core.render.skyline import Skyline
 from cityseeker_ros.core.render.textures import texture_table
 from cityseeker_ros.core.render.view import RenderedView, VisibleSign
 from cityseeker_ros.core.render.walls import WallSet
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.worlds.scene import Scene
 
-RENDERER_VERSION = "2"  # 2: long names never cut (two lines, abbreviations); no camera inside a footprint
+# 2: long names never cut (two lines, abbreviations); no camera inside a footprint
+# 3: roads at their width, ground cover by landuse, scene trees, a distant skyline, landmarks
+RENDERER_VERSION = "3"
 POLE_WIDTH_M = 0.12
+TREE_WIDTH = 0.55  # crown width over height of a scene tree
 MAX_PIXELS = 4096 * 4096
 
 
@@ -60,6 +67,16 @@ class Renderer:
         self.camera_moved = cameras_outside(self.node_xy, scene.buildings)
         buildings = WallSet(scene.buildings)
         self.sprites, boxes = place_clutter(graph, self.node_xy, buildings, settings.clutter, settings.seed)
+        self.sprites = self.sprites + [Sprite("tree", t.x, t.y, round(TREE_WIDTH * t.height_m, 3), t.height_m)
+                                       for t in scene.trees]
+        xy = np.array([self.node_xy[i] for i in ids], np.float64).reshape(-1, 2)
+        self.ground = ground_map(scene, xy, settings.max_distance_m)
+        built_up = len(scene.buildings) >= 50
+        self.skyline = Skyline(scene.origin_lat, scene.origin_lon, built_up)
+        self.landmarks = list(scene.landmarks)
+        self._landmark_seen = [frozenset(m.visible_nodes) for m in self.landmarks]
+        self._font = font or (str(settings.resolve_font()) if Path(settings.font_path or DEFAULT_FONT).is_file()
+                              else "")
         self.walls = WallSet(scene.buildings, boxes) if boxes else buildings
         self.boards = place_boards(scene.pois, buildings, settings, font) if settings.signs else []
         self._board_left = np.array([b.left for b in self.boards], np.float64).reshape(-1, 2)
@@ -114,7 +131,7 @@ class Renderer:
     def _render(self, pose: Pose, node_id: str, meta: dict[str, Any]) -> RenderedView:
         s = self.settings
         layer = cast_walls(pose, self.walls, s.max_distance_m)
-        image = compose(pose, layer, self.walls, self._table, s.max_distance_m)
+        image = compose(pose, layer, self.walls, self._table, s.max_distance_m, self.ground, self.skyline)
         boards = self._boards_in_view(pose)
         extras = sprite_textures()
         # Quads, nearest-wins among themselves: boards first, then posts under free-standing boards,
@@ -140,8 +157,35 @@ class Renderer:
             z0.append(np.zeros(len(near)))
             z1.append(self._sprite_size[near, 1])
             textures += [functools.partial(extras.__getitem__, self.sprites[i].kind) for i in near]
+        marks = self._landmarks_in_view(pose, node_id)
+        if marks:
+            centre = np.array([self.landmarks[i].xy for i in marks], np.float64)
+            width = np.array([self.landmarks[i].width_m for i in marks], np.float64)
+            a, b = _billboards(pose, centre, width)
+            spans = [crown_span(self.landmarks[i]) for i in marks]
+            left += [a, a]  # shafts, then crowns
+            right += [b, b]
+            z0 += [np.zeros(len(marks)), np.array([lo for lo, _ in spans])]
+            z1 += [np.array([lo for lo, _ in spans]), np.array([hi for _, hi in spans])]
+            textures += [functools.partial(shaft_texture, self.landmarks[i].name, lo, self.landmarks[i].width_m,
+                                           self._font) for i, (lo, _) in zip(marks, spans)]
+            textures += [functools.partial(crown_texture, self.landmarks[i].colour) for i in marks]
+        n_quads = len(textures)
+        unhazed = np.zeros(n_quads, bool)
+        unhazed[n_quads - 2 * len(marks):] = True
         stats = draw_quads(image, pose, layer, np.concatenate(left), np.concatenate(right), np.concatenate(z0),
-                           np.concatenate(z1), textures, s.max_distance_m)
+                           np.concatenate(z1), textures, s.max_distance_m, unhazed)
+        landmarks = self._visible_landmarks(pose, marks, stats, n_quads - len(marks))
+        m = pose.model
+        above = m.horizon_row * m.width
+        content = np.count_nonzero(layer.label[:, :m.horizon_row] >= 0)
+        drawn = stats.drawn[stats.drawn < above]
+        if len(drawn):  # quad pixels over the sky (not over walls, counted already)
+            over_sky = np.zeros(above, bool)
+            over_sky[drawn] = True
+            over_sky &= (layer.label[:, :m.horizon_row] < 0).T.ravel()
+            content += np.count_nonzero(over_sky)
+        meta["above_horizon_content"] = round(float(content) / above, 4) if above else 0.0
         signs = []
         for k, i in enumerate(boards):
             if stats.visible[k] == 0:
@@ -162,7 +206,35 @@ class Renderer:
         meta.update({"renderer_version": RENDERER_VERSION, "node_id": node_id, "width": pose.model.width,
                      "height": pose.model.height, "camera_xy": (round(pose.x, 3), round(pose.y, 3)),
                      "eye_height_m": s.eye_height_m, "synthetic": True, "settings": s.describe()})
-        return RenderedView(image=image, signs=signs, meta=meta)
+        return RenderedView(image=image, signs=signs, meta=meta, landmarks=landmarks)
+
+    def _landmarks_in_view(self, pose: Pose, node_id: str) -> list[int]:
+        """Landmarks to draw: all within the draw distance (walls hide them as they should), and
+        beyond it those whose line of sight from this node is clear (no walls are cast there)."""
+        out = []
+        for i, m in enumerate(self.landmarks):
+            far = math.hypot(m.xy[0] - pose.x, m.xy[1] - pose.y) > self.settings.max_distance_m
+            if far and self._landmark_seen[i] and node_id not in self._landmark_seen[i]:
+                continue
+            out.append(i)
+        return out
+
+    def _visible_landmarks(self, pose: Pose, marks: list[int], stats, first: int) -> list[VisibleLandmark]:
+        out = []
+        for k, i in enumerate(marks):
+            q = first + k
+            if stats.visible[q] == 0:
+                continue
+            m = self.landmarks[i]
+            x0, y0, x1, y1 = (int(v) for v in stats.bbox[q])
+            dx, dy = m.xy[0] - pose.x, m.xy[1] - pose.y
+            out.append(VisibleLandmark(
+                landmark_id=m.id, name=m.name, colour=tuple(m.colour), column=round((x0 + x1) / 2.0, 2),
+                bbox=(x0, y0, x1, y1), crown_height_px=round(float(stats.height_px[q]), 3),
+                distance_m=round(math.hypot(dx, dy), 3),
+                bearing_deg=round(math.degrees(math.atan2(dx, dy)) % 360.0, 3), visible_px=int(stats.visible[q])))
+        out.sort(key=lambda v: (v.distance_m, v.landmark_id))
+        return out
 
     def _board_texture(self, i: int) -> MipTexture:
         b = self.boards[i]

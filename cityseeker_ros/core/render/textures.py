@@ -165,19 +165,56 @@ def _roof_tile() -> np.ndarray:
     return _plaster(ROOF, TEXTURE_SEED + 400, 2 * TILE)
 
 
+# Ground covers the compositor looks up per pixel (render.ground), in table order after the road:
+# index 0 is the old cobbled road (worlds without ground data), then these.
+GROUND_COVERS = ("pavement", "asphalt", "kerb", "grass", "field", "forest", "parking", "water", "sand", "gravel")
+
+
+def _grain(seed: int, base: tuple[int, int, int], contrast: float, cell: int, fine: float = 0.5) -> np.ndarray:
+    """A tileable mottled surface (asphalt, grass, sand): smooth noise plus per-texel grain."""
+    y, x = np.mgrid[0:GROUND_SIZE, 0:GROUND_SIZE]
+    n = value_noise(seed, GROUND_SIZE, GROUND_SIZE, cell) * (1 - fine) + uniform(seed, y, x) * fine
+    return np.asarray(base, np.float64)[None, None, :] * (1.0 + contrast * (n - 0.5))[..., None]
+
+
+def _field() -> np.ndarray:
+    """Crop rows 1.28 m apart over a mottled green-yellow."""
+    rows = (np.arange(GROUND_SIZE) % 128 < 80)[None, :, None]
+    base = _grain(TEXTURE_SEED + 15, (150, 156, 84), 0.25, 64)
+    return np.where(rows, base, base * 0.82)
+
+
+def _ground_tiles() -> list[np.ndarray]:
+    """Level-0 tiles for GROUND_COVERS (the pavement comes from the cobble maker)."""
+    return [
+        _cobbles(TEXTURE_SEED + 2, 32, (156, 154, 150), 0.14, 0.10),  # pavement
+        _grain(TEXTURE_SEED + 11, (78, 79, 82), 0.22, 16, 0.7),  # asphalt
+        _cobbles(TEXTURE_SEED + 12, 64, (196, 194, 188), 0.08, 0.05),  # kerb stones
+        _grain(TEXTURE_SEED + 13, (92, 138, 62), 0.45, 32, 0.6),  # grass
+        _field(),
+        _grain(TEXTURE_SEED + 16, (66, 84, 46), 0.55, 32, 0.5),  # forest floor
+        _grain(TEXTURE_SEED + 17, (104, 104, 106), 0.18, 16, 0.7),  # parking: paler asphalt
+        _grain(TEXTURE_SEED + 18, (64, 104, 150), 0.18, 128, 0.2),  # water
+        _grain(TEXTURE_SEED + 19, (214, 196, 156), 0.2, 32, 0.6),  # sand
+        _grain(TEXTURE_SEED + 20, (150, 138, 120), 0.35, 8, 0.8),  # gravel
+    ]
+
+
 @dataclass(frozen=True)
 class TextureTable:
     """All static texels in one array, with the offsets the caster adds per surface.
 
     `facade_offset[style, level]` is where a (2T, T) facade tile of side T = TILE >> level
     starts; `ground_offset[level]` a road tile of side GROUND_SIZE >> level, and the
-    matching pavement tile sits `pavement_delta` further on."""
+    matching tile of ground cover k (GROUND_COVERS) sits `cover_delta[k + 1]` further on
+    (`cover_delta[0]` = 0, the road itself); `pavement_delta` = cover_delta[1]."""
 
     texels: np.ndarray  # (n,) uint32 packed RGBA
     sky_offset: int
     facade_offset: np.ndarray  # (N_STYLES, FACADE_LEVELS) int64
     ground_offset: np.ndarray  # (GROUND_LEVELS,) int64
     pavement_delta: int
+    cover_delta: np.ndarray  # (1 + len(GROUND_COVERS),) int64
 
 
 @lru_cache(maxsize=1)
@@ -195,16 +232,19 @@ def texture_table() -> TextureTable:
     sky = np.array([sky_colour(i / SKY_STEPS_PER_DEG) for i in range(90 * SKY_STEPS_PER_DEG + 1)])
     sky_offset = add(sky[:, None, :])
     road = box_mips(_cobbles(TEXTURE_SEED + 1, 32, (86, 86, 90), 0.22, 0.16), GROUND_LEVELS)
-    pave = box_mips(_cobbles(TEXTURE_SEED + 2, 32, (156, 154, 150), 0.14, 0.10), GROUND_LEVELS)
     ground_offset = np.array([add(level) for level in road], np.int64)
-    pavement_delta = add(pave[0]) - int(ground_offset[0])
-    for level in pave[1:]:
-        add(level)
+    cover_delta = [0]
+    for tile in _ground_tiles():
+        mips = box_mips(tile, GROUND_LEVELS)
+        cover_delta.append(add(mips[0]) - int(ground_offset[0]))
+        for level in mips[1:]:
+            add(level)
     tiles = [_facade_tile(s, i) for i, s in enumerate(FACADE_STYLES)]
     tiles += [_car_tile(c, i) for i, c in enumerate(CAR_COLOURS)]
     tiles.append(_roof_tile())
     facade_offset = np.array([[add(level) for level in box_mips(t, FACADE_LEVELS)] for t in tiles], np.int64)
-    return TextureTable(np.concatenate(chunks), sky_offset, facade_offset, ground_offset, pavement_delta)
+    return TextureTable(np.concatenate(chunks), sky_offset, facade_offset, ground_offset, cover_delta[1],
+                        np.array(cover_delta, np.int64))
 
 
 def sky_index(elevation_deg: float) -> int:

@@ -37,9 +37,14 @@ class VisibleSign:
 
 @dataclass
 class RenderedView:
+    """The pixels, the signs and landmarks that show in them (ground truth), and what made them;
+    `meta["above_horizon_content"]` is the share of pixels above the horizon showing scene
+    content (walls, trees, boards, landmarks; not the backdrop skyline)."""
+
     image: np.ndarray  # (height, width, 3) uint8 RGB
     signs: list[VisibleSign] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    landmarks: list[Any] = field(default_factory=list)  # render.landmarks.VisibleLandmark, nearest first
 
 
 SYNTHETIC_LABEL = ("Synthetic imagery rendered by cityseeker_ros from map data, not a photograph. "

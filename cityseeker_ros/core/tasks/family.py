@@ -41,6 +41,16 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class PaperRow:
+    """One row the seed paper published: `metrics` holds only the values it gives, keyed by
+    the family's metric names."""
+
+    name: str
+    source: str
+    metrics: Mapping[str, float]
+
+
+@dataclass(frozen=True)
 class PromptForms:
     """The words a language-model policy puts around a family's episode: its system prompt,
     what the goal line is called, the stop question, and whether stopping gives an answer
@@ -76,7 +86,23 @@ class TaskFamily(ABC):
     ablation: ClassVar[tuple[tuple[str, str], ...]]  # (metric, column title) of the ablation table
     baselines: ClassVar[tuple[str, ...]]  # policies that apply, cheapest first
     oracle: ClassVar[str] = "oracle"  # the policy that sets the ceiling
+    # The policy that perceives perfectly and decides like the agents (sign-oracle for needs):
+    # with it, compare says whether seeing or deciding failed. None: the family has none.
+    perfect_perception: ClassVar[Optional[str]] = None
     prompts: ClassVar[PromptForms]
+    # The seed paper's published rows (report: "Comparison with the paper"), over which
+    # metrics, what they cover, and its per-category success column; empty: no section.
+    paper: ClassVar[tuple[PaperRow, ...]] = ()
+    paper_metrics: ClassVar[tuple[str, ...]] = ()
+    paper_scope: ClassVar[str] = ""
+    paper_by_category: ClassVar[Mapping[str, Mapping[str, float]]] = {}
+    report_note: ClassVar[str] = ""  # what a reader must know about the family's measures
+
+    def spec(self, key: str) -> MetricSpec:
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        raise KeyError(f"task family {self.name} has no metric {key!r}; its metrics: {', '.join(self.metric_keys)}")
 
     @property
     def metric_keys(self) -> tuple[str, ...]:
@@ -112,7 +138,7 @@ class TaskFamily(ABC):
     def describe(self, folder: Path) -> dict[str, Any]:
         """World facts to state beside every result of this family (a landmark count, the
         distribution of shortest routes); read from its task file's `world` block."""
-        from cityseeker_ros.core.infra.jsonfile import read_json
+        from cityseeker_ros.core.infra.jsonfile import read_json_file as read_json
 
         path = Path(folder) / self.tasks_file
         return dict(read_json(path).get("world", {})) if path.is_file() else {}
@@ -149,6 +175,11 @@ def family_of_record(record: Mapping[str, Any]) -> TaskFamily:
     """Records of the first family carry no `family` field, so records made before families
     existed read as they were written."""
     return get_family(record.get("family") or DEFAULT_FAMILY)
+
+
+def family_of_config(config: Mapping[str, Any]) -> TaskFamily:
+    """The family of a run from its config.json or summary's `config` (none: the first)."""
+    return get_family(config.get("family") or DEFAULT_FAMILY)
 
 
 def family_of_records(records: Sequence[Mapping[str, Any]]) -> TaskFamily:

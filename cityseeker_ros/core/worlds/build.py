@@ -12,19 +12,22 @@ from cityseeker_ros.core.infra.errors import ConfigError, DataError
 from cityseeker_ros.core.infra.files import sha256_file
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import PAPER_CATEGORIES
+from cityseeker_ros.core.worlds.fidelity import horizon_share
 from cityseeker_ros.core.worlds.folder import OSM_CREDIT, OSM_LICENSE, write_world
 from cityseeker_ros.core.worlds.osm import BBox, build_osm_world
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES, default_cache_dir, fetch_source
 from cityseeker_ros.core.worlds.scene import Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet, TaskSettings, generate_tasks, why_no_tasks
 
-BUILDER_VERSION = "2"  # bump when the same source would build a different world
+BUILDER_VERSION = "3"  # bump when the same source would build a different world (3: roads, ground, trees,
+# inferred and sized stand-in buildings, landmarks)
 # Thin-data floors: below them a world builds, but its views or tasks are too sparse to trust.
 MIN_BUILDINGS_PER_KM2 = 200.0
 MIN_POIS_PER_KM2 = 50.0
 MIN_TASKS_PER_CATEGORY = 10
 DENSITY_CELL_M = 100.0
 MAX_GUESSED_HEIGHTS = 0.8  # share of buildings whose height is guessed (no height or levels tag)
+MAX_EMPTY_HORIZON = 0.1  # share of task-start views showing nothing above the horizon (fidelity.horizon_share)
 
 
 def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox: Optional[BBox] = None,
@@ -58,6 +61,8 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
                              f"{why_no_tasks(built.graph, built.scene.pois, tasks)}")
     stats = {k: v for k, v in built.stats.items() if k != "seconds"}
     density = data_density(built.graph, built.scene, task_set, built.stats["heights_guessed"])
+    density["empty_horizon"] = horizon_share(built.scene, built.graph, (t.start for t in task_set.tasks
+                                                                           if t.split == "test"))
     metadata = {
         "builder": {"name": "osm", "version": BUILDER_VERSION},
         "source": {"file": pbf.name, "sha256": sha256_file(pbf), **origin},
@@ -84,6 +89,7 @@ def data_density(graph: StreetGraph, scene: Scene, task_set: TaskSet, heights_gu
     km2 = max(cells * DENSITY_CELL_M ** 2 / 1e6, 1e-6)
     real = [b for b in scene.buildings if not b.synthetic]
     return {"area_km2": round(km2, 4), "buildings_per_km2": round(len(real) / km2, 1),
+            "inferred_buildings": sum(b.inferred for b in scene.buildings),
             "pois_per_km2": round(len(scene.pois) / km2, 1),
             "tasks_per_category": {c: task_set.counts().get(c, 0) for c in PAPER_CATEGORIES},
             "heights_guessed_share": round(heights_guessed / len(real), 3) if real else 0.0}
@@ -102,6 +108,10 @@ def thin_data_warnings(density: dict[str, Any]) -> list[str]:
     if thin:
         out.append(f"thin data: fewer than {MIN_TASKS_PER_CATEGORY} tasks in " +
                    ", ".join(f"{c} ({n})" for c, n in thin.items()) + "; their scores will be noisy")
+    empty = density.get("empty_horizon")
+    if empty and empty["share"] > MAX_EMPTY_HORIZON:
+        out.append(f"thin data: {100 * empty['share']:.0f}% of task-start views ({empty['empty']} of {empty['views']}) "
+                   f"show nothing above the horizon (ceiling {100 * MAX_EMPTY_HORIZON:.0f}%)")
     if density["heights_guessed_share"] > MAX_GUESSED_HEIGHTS:
         out.append(f"thin data: {100 * density['heights_guessed_share']:.0f}% of building heights are guessed "
                    f"(no height or building:levels tag; ceiling {100 * MAX_GUESSED_HEIGHTS:.0f}%)")

@@ -21,7 +21,7 @@ from cityseeker_ros.core.infra.jsonfile import read_json_file
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph, same_edge
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
 from cityseeker_ros.core.tasks.task_file import field as _field
-from cityseeker_ros.core.worlds.scene import Scene
+from cityseeker_ros.core.worlds.scene import GROUND_COVERS, Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet
 
 if TYPE_CHECKING:
@@ -48,7 +48,9 @@ def write_world(out_dir: Path, *, name: str, graph: StreetGraph, scene: Scene, t
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "city": name,
             "cityseeker_ros_version": __version__, "imagery": IMAGERY, **metadata,
             "counts": {**metadata.get("counts", {}), "nodes": len(graph), "edges": len(graph.edges),
-                       "buildings": len(scene.buildings), "pois": len(scene.pois),
+                       "buildings": len(scene.buildings),
+                       "inferred_buildings": sum(b.inferred for b in scene.buildings), "pois": len(scene.pois),
+                       "landmarks": len(scene.landmarks), "trees": len(scene.trees),
                        "tasks": {"test": tasks.counts("test"), "dev": tasks.counts("dev")}}}
     replace_folder(Path(out_dir), {"world.json": meta, "graph.json": graph_to_json(graph),
                                    "scene.json": scene.to_json(), "tasks.json": tasks.to_json()},
@@ -117,9 +119,58 @@ def load_graph(folder: Path) -> StreetGraph:
     return StreetGraph(nodes, edges, name=read_metadata(folder)["name"])
 
 
+def _check_scene_extras(doc: Any, path: Path) -> None:
+    """Name the record and field of a bad landmark, road, area or tree (keys newer scene.json
+    files have; an older file without them loads as a scene without them)."""
+    if not isinstance(doc, dict):
+        return
+    for key in ("landmarks", "roads", "areas", "trees"):
+        if key in doc and not isinstance(doc[key], list):
+            raise DataError(path, f"expected list, got {doc[key]!r}"[:200], field=key)
+    for i, m in enumerate(doc.get("landmarks", [])):
+        rec = f"landmarks[{i}]"
+        for name, kind in (("id", str), ("name", str), ("kind", str), ("lat", (int, float)), ("lon", (int, float)),
+                           ("height_m", (int, float)), ("width_m", (int, float)), ("xy", list), ("colour", list)):
+            _field(m, name, path, kind, rec)
+        if len(m["xy"]) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in m["xy"]):
+            raise DataError(path, f"expected [x, y] in metres, got {m['xy']!r}"[:200], record=rec, field="xy")
+        if len(m["colour"]) != 3 or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255
+                                            for v in m["colour"]):
+            raise DataError(path, f"expected [r, g, b] of integers 0-255, got {m['colour']!r}"[:200], record=rec,
+                            field="colour")
+        if m["height_m"] <= 0 or m["width_m"] <= 0:
+            raise DataError(path, "height_m and width_m must be positive", record=rec, field="height_m")
+        if "crown_m" in m:
+            _field(m, "crown_m", path, (int, float), rec)
+        if not isinstance(m.get("visible_nodes", []), list) or not all(isinstance(n, str)
+                                                                       for n in m.get("visible_nodes", [])):
+            raise DataError(path, "expected a list of node ids", record=rec, field="visible_nodes")
+    colours = [tuple(m["colour"]) for m in doc.get("landmarks", [])]
+    if len(set(colours)) != len(colours):
+        dup = next(c for c in colours if colours.count(c) > 1)
+        raise DataError(path, f"two landmarks share the identity colour {list(dup)}", field="colour")
+    for i, r in enumerate(doc.get("roads", [])):
+        rec = f"roads[{i}]"
+        _field(r, "id", path, str, rec)
+        _field(r, "line", path, list, rec)
+        if _field(r, "width_m", path, (int, float), rec) <= 0:
+            raise DataError(path, "width_m must be positive", record=rec, field="width_m")
+    for i, a in enumerate(doc.get("areas", [])):
+        rec = f"areas[{i}]"
+        _field(a, "ring", path, list, rec)
+        if _field(a, "cover", path, str, rec) not in GROUND_COVERS:
+            raise DataError(path, f"unknown cover {a['cover']!r}; known: {', '.join(GROUND_COVERS)}", record=rec,
+                            field="cover")
+    for i, t in enumerate(doc.get("trees", [])):
+        if not isinstance(t, list) or len(t) != 3 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                             for v in t):
+            raise DataError(path, f"expected [x, y, height_m], got {t!r}"[:200], record=f"trees[{i}]")
+
+
 @cache
 def _scene_cached(path: str, mtime_ns: int) -> Scene:
     doc = _read(Path(path).parent, Path(path).name)
+    _check_scene_extras(doc, Path(path))
     try:
         return Scene.from_json(doc)
     except (KeyError, TypeError, ValueError) as exc:

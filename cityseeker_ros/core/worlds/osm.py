@@ -50,7 +50,18 @@ from cityseeker_ros.core.infra.errors import ConfigError, DataError
 from cityseeker_ros.core.streets.geodesy import WGS84, LocalFrame, normalize_heading
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.worlds.needs import brand_name, brand_spellings
-from cityseeker_ros.core.worlds.scene import XY, Building, Poi, Scene
+from cityseeker_ros.core.worlds.fidelity import (
+    AREA_KEYS,
+    ground_cover,
+    implied_zones,
+    infer_buildings,
+    is_ground_road,
+    road,
+    scatter_trees,
+    stand_in_size,
+)
+from cityseeker_ros.core.worlds.landmarks import landmark_kind, select_landmarks
+from cityseeker_ros.core.worlds.scene import XY, Area, Building, Poi, Scene
 
 BBox = tuple[float, float, float, float]  # min_lon, min_lat, max_lon, max_lat
 Vertex = tuple[Any, float, float]  # key (OSM node id, or ("cut", k) where a way leaves the bbox), lat, lon
@@ -142,6 +153,10 @@ class _Extract:
     streets: list[tuple[int, WayNodes]] = field(default_factory=list)
     buildings: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]] = field(default_factory=list)
     pois: list[tuple[int, int, str, dict[str, str], float, float]] = field(default_factory=list)
+    roads: list[tuple[int, dict[str, str], list[tuple[float, float]]]] = field(default_factory=list)
+    areas: list[tuple[str, str, list[list[tuple[float, float]]]]] = field(default_factory=list)  # id, cover, rings
+    trees: list[tuple[int, list[tuple[float, float]]]] = field(default_factory=list)  # a tree, or a tree row
+    landmarks: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]] = field(default_factory=list)
     not_solid: Counter = field(default_factory=Counter)  # "underground" / "raised" -> buildings left out
 
 
@@ -171,13 +186,31 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
     latlon = graph.latlon(node_ids)
     node_xy = frame.to_xy(latlon[:, 0], latlon[:, 1])
     node_tree = cKDTree(node_xy)
-    pois, kiosks, dropped = _pois(extract.pois, frame, graph, node_ids, node_xy, node_tree, buildings, visibility_m)
-    scene = Scene(frame.lat0, frame.lon0, buildings + kiosks, pois)
+    roads = [road(way_id, tags, _to_xy(frame, line)) for way_id, tags, line in extract.roads]
+    areas = [Area(area_id, cover, ring) for area_id, cover, rings in extract.areas
+             for ring in (_footprint(np.asarray(_to_xy(frame, r))) for r in rings[:1]) if ring is not None]
+    areas.sort(key=lambda a: -Polygon(a.ring).area)  # drawn in this order: small areas lie on big ones
+    poi_xy = frame.to_xy(np.asarray([r[4] for r in extract.pois]), np.asarray([r[5] for r in extract.pois])) \
+        if extract.pois else np.zeros((0, 2))
+    inferred = infer_buildings(areas + implied_zones(areas, np.atleast_2d(poi_xy), roads, node_xy), roads, buildings, node_xy, _style)
+    pois, kiosks, dropped = _pois(extract.pois, frame, graph, node_ids, node_xy, node_tree, buildings + inferred,
+                                  visibility_m)
+    standing = buildings + inferred + kiosks
+    trees = scatter_trees(((tree_id, _to_xy(frame, line)) for tree_id, line in extract.trees), areas, roads,
+                          standing, node_xy)
+    scene = Scene(frame.lat0, frame.lon0, standing, pois, roads=roads, areas=areas, trees=trees)
+    scene.landmarks = select_landmarks(extract.landmarks, scene, node_ids, node_xy,
+                                       [(b_id, tags["name"]) for b_id, tags, _ in extract.buildings if tags.get("name")])
     lat, lon = latlon[:, 0], latlon[:, 1]
     stats = {
         "nodes": len(graph.nodes),
         "edges": len(graph.edges),
-        "buildings": {"real": len(buildings), "synthetic": len(kiosks)},
+        "buildings": {"real": len(buildings), "synthetic": len(kiosks) + len(inferred), "inferred": len(inferred),
+                      "stand_in": len(kiosks)},
+        "roads": len(roads),
+        "areas": dict(sorted(Counter(a.cover for a in areas).items())),
+        "trees": len(trees),
+        "landmarks": len(scene.landmarks),
         "buildings_not_solid": dict(sorted(extract.not_solid.items())),
         "heights_guessed": guessed,
         "streets_in_buildings": cleared,
@@ -192,6 +225,12 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
         "seconds": round(time.perf_counter() - started, 3),
     }
     return OsmWorld(graph, scene, stats)
+
+
+def _to_xy(frame: LocalFrame, latlon: list[tuple[float, float]]) -> list[XY]:
+    arr = np.asarray(latlon, dtype=float).reshape(-1, 2)
+    xy = np.atleast_2d(frame.to_xy(arr[:, 0], arr[:, 1]))
+    return [(float(x), float(y)) for x, y in xy]
 
 
 def _check_bbox(bbox: Optional[Iterable[float]]) -> Optional[BBox]:
@@ -259,40 +298,70 @@ def _read(pbf: Path, bbox: Optional[BBox]) -> _Extract:
 
     out = _Extract()
     processor = (osmium.FileProcessor(str(pbf)).with_locations()
-                 .with_areas(osmium.filter.KeyFilter("building"))
+                 .with_areas(osmium.filter.KeyFilter(*AREA_KEYS))
                  .with_filter(osmium.filter.EmptyTagFilter()))
     try:
         for obj in processor:
             tags = dict(obj.tags)
             if obj.is_node():
-                if poi_class(tags) and obj.location.valid() and inside(obj.location.lat, obj.location.lon):
+                if not obj.location.valid() or not inside(obj.location.lat, obj.location.lon):
+                    continue
+                if poi_class(tags):
                     out.pois.append((0, obj.id, "node", tags, obj.location.lat, obj.location.lon))
+                if tags.get("natural") == "tree":
+                    out.trees.append((obj.id, [(obj.location.lat, obj.location.lon)]))
+                if landmark_kind(tags):
+                    out.landmarks.append((f"node/{obj.id}", tags, [[(obj.location.lat, obj.location.lon)]]))
             elif obj.is_way():
+                located = [(n.lat, n.lon) for n in obj.nodes if n.location.valid()]
                 if is_walkable(tags):
                     out.streets.append((obj.id, [(n.ref, n.lat, n.lon) if n.location.valid() else None
                                                  for n in obj.nodes]))
                 if poi_class(tags):
-                    centre = _way_centre([(n.lon, n.lat) for n in obj.nodes if n.location.valid()])
+                    centre = _way_centre([(lo, la) for la, lo in located])
                     if centre is not None and inside(centre[1], centre[0]):
                         out.pois.append((1, obj.id, "way", tags, centre[1], centre[0]))
+                if is_ground_road(tags) and len(located) >= 2:
+                    out.roads.append((obj.id, tags, located))
+                if tags.get("natural") == "tree_row" and len(located) >= 2:
+                    out.trees.append((obj.id, located))
             elif obj.is_area():
-                if tags.get("building", "no") == "no":
-                    continue
-                kind = not_solid(tags)
-                if kind is not None:
-                    out.not_solid[kind] += 1
-                    continue
                 rings = [[(n.lat, n.lon) for n in ring] for ring in obj.outer_rings()]
                 kind = "way" if obj.from_way() else "relation"
-                out.buildings.append((f"{kind}/{obj.orig_id()}", tags, rings))
+                area_id = f"{kind}/{obj.orig_id()}"
+                cover = ground_cover(tags)
+                if cover is not None:
+                    out.areas.append((area_id, cover, rings))
+                if landmark_kind(tags):
+                    out.landmarks.append((area_id, tags, rings))
+                if tags.get("building", "no") == "no":
+                    continue
+                why = not_solid(tags)
+                if why is not None:
+                    out.not_solid[why] += 1
+                    continue
+                out.buildings.append((area_id, tags, rings))
     except RuntimeError as exc:
         raise DataError(pbf, f"not a readable OSM file: {exc}") from exc
     out.streets.sort(key=lambda s: s[0])
     out.pois.sort(key=lambda p: (p[0], p[1]))
     out.buildings.sort(key=lambda b: (not b[0].startswith("way/"), int(b[0].split("/")[1])))
+    out.areas.sort(key=lambda a: (not a[0].startswith("way/"), int(a[0].split("/")[1])))
+    out.roads.sort(key=lambda r: r[0])
+    out.trees.sort(key=lambda t: (len(t[1]) > 1, t[0]))
+    out.landmarks.sort(key=lambda m: (m[0].split("/")[0], int(m[0].split("/")[1])))
     if bbox is not None:
         out.buildings = [b for b in out.buildings if b[2] and b[2][0] and inside(*np.mean(b[2][0], axis=0))]
+        out.areas = [a for a in out.areas if a[2] and a[2][0] and _touches(a[2][0], inside)]
+        out.roads = [r for r in out.roads if any(inside(la, lo) for la, lo in r[2])]
+        out.trees = [t for t in out.trees if any(inside(la, lo) for la, lo in t[1])]
+        out.landmarks = [m for m in out.landmarks if m[2] and m[2][0] and inside(*np.mean(m[2][0], axis=0))]
     return out
+
+
+def _touches(ring: list[tuple[float, float]], inside: Callable[[float, float], bool]) -> bool:
+    """A ring with a vertex inside the bbox, or one that covers it (a wood around the whole clip)."""
+    return any(inside(la, lo) for la, lo in ring) or len(ring) >= 4
 
 
 def not_solid(tags: dict[str, str]) -> Optional[str]:
@@ -732,7 +801,8 @@ def _pois(raw: list[tuple[int, int, str, dict[str, str], float, float]], frame: 
         if placed is not None:
             anchor, normal_deg, building_id = placed
         else:
-            kiosk, anchor, normal_deg = _kiosk(poi_id, p, streets, street_tree, facades, kiosk_polygons, node_tree)
+            kiosk, anchor, normal_deg = _kiosk(poi_id, p, streets, street_tree, facades, kiosk_polygons, node_tree,
+                                               stand_in_size(poi_class(tags) or ""))
             building_id = kiosk.id if kiosk is not None else None  # None: a board on a pole
         visible = node_tree.query_ball_point(anchor, visibility_m)
         if not visible:
@@ -800,8 +870,12 @@ def _building_id_of(facades: _Facades, segment: int) -> str:
 
 
 def _kiosk(poi_id: str, p: np.ndarray, streets: np.ndarray, street_tree: shapely.STRtree, facades: _Facades,
-           placed: list[Polygon], node_tree: cKDTree) -> tuple[Optional[Building], np.ndarray, float]:
-    """A small box whose front, centred near the POI and clear of the street, faces the nearest street.
+           placed: list[Polygon], node_tree: cKDTree,
+           size: tuple[float, float, float] = (KIOSK_WIDTH_M, KIOSK_DEPTH_M, KIOSK_HEIGHT_M),
+           ) -> tuple[Optional[Building], np.ndarray, float]:
+    """A box of the POI's kind (`size`: width, depth, height; fidelity.stand_in_size) whose front,
+    centred near the POI and clear of the street, faces the nearest street; where a box that big
+    finds no free spot, a kiosk-sized one is tried.
 
     A box never covers a street node (its panorama would be inside it): with no free spot it is
     None, and the anchor is the front point, where the POI's board stands on a pole."""
@@ -821,33 +895,39 @@ def _kiosk(poi_id: str, p: np.ndarray, streets: np.ndarray, street_tree: shapely
         front = q - KIOSK_STREET_CLEARANCE_M * facing
     along = np.array([-facing[1], facing[0]])
     chosen = fallback = None
-    for shift in (0.0, KIOSK_WIDTH_M, -KIOSK_WIDTH_M, 2 * KIOSK_WIDTH_M, -2 * KIOSK_WIDTH_M):
-        centre = front + shift * along
-        box = _box(centre, facing, along)
-        poly = Polygon(box)
-        hits = facades.polygon_tree.query(poly, predicate="intersects")
-        overlaps = any(facades.polygons[h].intersection(poly).area > 0.01 for h in hits.tolist())
-        overlaps = overlaps or any(k.intersection(poly).area > 0.01 for k in placed if k.distance(poly) == 0)
-        covers_node = any(poly.distance(shapely.Point(node_tree.data[i])) < WALL_CLEARANCE_M for i in
-                          node_tree.query_ball_point(centre - KIOSK_DEPTH_M / 2 * facing, KIOSK_WIDTH_M + 1.0))
-        if not covers_node and (not overlaps or fallback is None):
-            fallback = fallback or (centre, box)
-            if not overlaps:
-                chosen = (centre, box)
-                break
+    sizes = [size] + ([(KIOSK_WIDTH_M, KIOSK_DEPTH_M, KIOSK_HEIGHT_M)] if size[0] > KIOSK_WIDTH_M else [])
+    for width, depth, height in sizes:
+        for shift in (0.0, width, -width, 2 * width, -2 * width):
+            centre = front + shift * along
+            box = _box(centre, facing, along, width, depth)
+            poly = Polygon(box)
+            hits = facades.polygon_tree.query(poly, predicate="intersects")
+            overlaps = any(facades.polygons[h].intersection(poly).area > 0.01 for h in hits.tolist())
+            overlaps = overlaps or any(k.intersection(poly).area > 0.01 for k in placed if k.distance(poly) == 0)
+            covers_node = any(poly.distance(shapely.Point(node_tree.data[i])) < WALL_CLEARANCE_M for i in
+                              node_tree.query_ball_point(centre - depth / 2 * facing, math.hypot(width, depth) / 2 + 1))
+            if not covers_node and (not overlaps or fallback is None):
+                fallback = fallback or (centre, box, height)
+                if not overlaps:
+                    chosen = (centre, box, height)
+                    break
+        if chosen is not None:
+            break
     chosen = chosen or fallback
     if chosen is None:
         return None, front + SIGN_OFFSET_M * facing, _azimuth(facing)
-    centre, box = chosen
+    centre, box, height = chosen
     footprint = tuple((round(float(x), 3), round(float(y), 3)) for x, y in box)
     kiosk_id = f"kiosk/{poi_id}"
-    building = Building(kiosk_id, footprint, KIOSK_HEIGHT_M, 1, _style(kiosk_id), synthetic=True)
+    levels = max(1, round((height - ROOF_M) / LEVEL_M))
+    building = Building(kiosk_id, footprint, height, levels, _style(kiosk_id), synthetic=True)
     return building, centre + SIGN_OFFSET_M * facing, _azimuth(facing)
 
 
-def _box(front_centre: np.ndarray, facing: np.ndarray, along: np.ndarray) -> np.ndarray:
-    """Kiosk corners, counter-clockwise (`along` is `facing` turned 90 degrees left)."""
-    half = KIOSK_WIDTH_M / 2 * along
-    back = KIOSK_DEPTH_M * facing
+def _box(front_centre: np.ndarray, facing: np.ndarray, along: np.ndarray, width: float = KIOSK_WIDTH_M,
+         depth: float = KIOSK_DEPTH_M) -> np.ndarray:
+    """Box corners, counter-clockwise (`along` is `facing` turned 90 degrees left)."""
+    half = width / 2 * along
+    back = depth * facing
     return np.array([front_centre - half, front_centre + half, front_centre + half - back,
                      front_centre - half - back])

@@ -19,7 +19,8 @@ XY = tuple[float, float]
 class Building:
     """An extruded footprint. `footprint` is the outer ring without the closing point, in
     counter-clockwise order. `synthetic` marks boxes we invented (a kiosk behind a POI that
-    OSM maps without a building, or a dressed facade), never real geometry."""
+    OSM maps without a building, or a dressed facade), never real geometry; `inferred` ones
+    (also synthetic) stand where landuse is built-up but the extract maps no footprint."""
 
     id: str
     footprint: tuple[XY, ...]
@@ -27,6 +28,7 @@ class Building:
     levels: int
     style: int  # palette/texture variant, chosen deterministically from the id
     synthetic: bool = False
+    inferred: bool = False  # filled in along a street where landuse says built-up but OSM maps no footprint
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,46 @@ class Poi:
 
 
 @dataclass(frozen=True)
+class Road:
+    """A way drawn on the ground at its width: every highway of the extract, not only the walkable
+    graph (motorways, mapped sidewalks and tracks show in views too). `surface` is "asphalt",
+    "paving" or "gravel"; `kerb` adds kerb stones and a sidewalk of `sidewalk_m` on both sides,
+    else a grass verge of `verge_m`."""
+
+    id: str
+    kind: str  # the highway value
+    width_m: float
+    line: tuple[XY, ...]
+    surface: str = "asphalt"
+    kerb: bool = False
+    sidewalk_m: float = 0.0
+    verge_m: float = 0.0
+
+
+GROUND_COVERS = ("grass", "field", "forest", "parking", "water", "sand", "paving", "bare",
+                 "residential", "commercial", "retail", "industrial")
+
+
+@dataclass(frozen=True)
+class Area:
+    """A landuse, natural or leisure polygon: what the ground looks like inside it (`cover`, one of
+    GROUND_COVERS; the built-up ones also tell the builder where footprints are missing)."""
+
+    id: str
+    cover: str
+    ring: tuple[XY, ...]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A tree standing at (x, y): mapped (natural=tree, tree_row) or implied by landuse."""
+
+    x: float
+    y: float
+    height_m: float
+
+
+@dataclass(frozen=True)
 class Landmark:
     """A named, tall or distinctive feature seen from afar (a tower, church, station, monument,
     one of the tallest buildings): what landmark goals are described by. `colour` is its
@@ -79,6 +121,7 @@ class Landmark:
     colour: tuple[int, int, int]
     building_id: Optional[str] = None
     visible_nodes: tuple[str, ...] = ()
+    crown_m: float = 6.0  # the top `crown_m` of `height_m` is painted flat in `colour`
 
 
 @dataclass
@@ -88,23 +131,42 @@ class Scene:
     buildings: list[Building] = field(default_factory=list)
     pois: list[Poi] = field(default_factory=list)
     landmarks: list[Landmark] = field(default_factory=list)
+    roads: list[Road] = field(default_factory=list)
+    areas: list[Area] = field(default_factory=list)
+    trees: list[Tree] = field(default_factory=list)
 
     @property
     def frame(self) -> LocalFrame:
         return LocalFrame(self.origin_lat, self.origin_lon)
 
     def to_json(self) -> dict[str, Any]:
+        """Older readers ignore the keys they do not know; trees are [x, y, height] triples (a
+        wooded extract has tens of thousands)."""
         return {
             "origin": {"lat": self.origin_lat, "lon": self.origin_lon},
             "buildings": [asdict(b) for b in self.buildings],
             "pois": [asdict(p) for p in self.pois],
+            "landmarks": [asdict(m) for m in self.landmarks],
+            "roads": [asdict(r) for r in self.roads],
+            "areas": [asdict(a) for a in self.areas],
+            "trees": [[t.x, t.y, t.height_m] for t in self.trees],
         }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Scene:
-        """Plain construction; world_folder validates the document and names bad fields."""
-        buildings = [Building(**{**b, "footprint": tuple(tuple(p) for p in b["footprint"])})
-                     for b in doc["buildings"]]
+        """Plain construction; world_folder validates the document and names bad fields. Keys
+        added after the first format (landmarks, roads, areas, trees) may be absent."""
+        buildings = [Building(**{**b, "footprint": _points(b["footprint"])}) for b in doc["buildings"]]
         pois = [Poi(**{**p, "anchor": tuple(p["anchor"]), "visible_nodes": tuple(p["visible_nodes"])})
                 for p in doc["pois"]]
-        return cls(doc["origin"]["lat"], doc["origin"]["lon"], buildings, pois)
+        landmarks = [Landmark(**{**m, "xy": tuple(m["xy"]), "colour": tuple(m["colour"]),
+                                 "visible_nodes": tuple(m.get("visible_nodes", ()))})
+                     for m in doc.get("landmarks", [])]
+        roads = [Road(**{**r, "line": _points(r["line"])}) for r in doc.get("roads", [])]
+        areas = [Area(**{**a, "ring": _points(a["ring"])}) for a in doc.get("areas", [])]
+        trees = [Tree(float(t[0]), float(t[1]), float(t[2])) for t in doc.get("trees", [])]
+        return cls(doc["origin"]["lat"], doc["origin"]["lon"], buildings, pois, landmarks, roads, areas, trees)
+
+
+def _points(points: Any) -> tuple[XY, ...]:
+    return tuple((p[0], p[1]) for p in points)

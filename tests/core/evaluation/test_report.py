@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cityseeker_ros.core.evaluation.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, paper_row
+from cityseeker_ros.core.tasks.needs.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, paper_row
 from cityseeker_ros.core.evaluation.report.page import select_trajectories, write_report
 from cityseeker_ros.core.evaluation.report.tables import fmt
 from cityseeker_ros.core.infra.errors import DataError
@@ -424,7 +424,8 @@ def test_step_viewer_shows_decisions_strategies_and_rounds(tmp_path):
     assert d["decision"]["thoughts"] == "east" and d["raw"][0].startswith('{"thoughts": "</script>')
     assert "more characters]" in ep["steps"][3]["d"][0]["raw"][0]  # long replies are clipped
     assert ep["strategies"][0]["name"] == "B1" and ep["backtracks"] == 1
-    assert ep["rounds"] == [{"round": 0, "end_reason": "stopped", "steps": 1, "tcp50": 0.0}]
+    assert ep["rounds"] == [{"round": 0, "end_reason": "stopped", "steps": 1, "success": 0.0}]
+    assert ep["success_label"] == "TCP50"
 
 
 def _views_loader(config: dict) -> dict:

@@ -2,6 +2,7 @@
 its backends included; their heavy libraries load only when a backend is made)."""
 from cityseeker_ros.core.agents import vlm  # noqa: F401  (registers the vlm policy and its backends)
 from cityseeker_ros.core.agents.policies import baselines, ocr_embed, sign_oracle  # noqa: F401  (register)
+from cityseeker_ros.core.agents.policies import landmark_oracle, landmark_seeker  # noqa: F401  (register)
 from cityseeker_ros.core.agents.policies.base import POLICIES, Policy, make_policy
 
 __all__ = ["POLICIES", "Policy", "make_policy"]

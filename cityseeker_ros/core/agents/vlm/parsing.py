@@ -40,6 +40,14 @@ Rules, in order:
    {"A": "...", "B": "..."} mapping; a count other than the number of views is a problem, not
    an error. Thoughts: a string; anything else is kept as its JSON text with a problem.
 
+9. Answers (families whose stop answers a question: `answers=True`). `answer` and
+   `final_answer` are then the answer, never the action. A stop needs an answer: a string (a
+   number is read as its text; a one-item list or an object holding `text`/`answer`/`value`
+   is unwrapped), else an `Answer: ...` or `The answer is ...` line outside the JSON. An answer
+   with no stop field counts as a stop; an answer beside "continue" is ignored. An empty answer,
+   or one longer than MAX_ANSWER_CHARS, is an error (retried, then a counted fallback), as are
+   two different answers.
+
 On an error the decision has action_index None, confidence 0.0 and `error` set.
 
 Time is linear in the reply, and bounded by MAX_CHARS: no pattern can split a run of characters
@@ -59,6 +67,7 @@ from typing import Any, Optional, TypeVar
 
 from cityseeker_ros.core.agents.vlm.schema import (
     LETTERS,
+    MAX_ANSWER_CHARS,
     STOP_WORD,
     DecisionReply,
     ParsedDecision,
@@ -82,6 +91,9 @@ THOUGHT_KEYS = ("thoughts", "thought", "reasoning", "rationale", "reason", "thin
 OBSERVATION_KEYS = ("observations", "perspective_observation", "perspective_observations", "view_observations",
                     "observation", "overall_observation", "views")
 _DECISION_KEYS = frozenset(ACTION_KEYS + STOP_KEYS + CONFIDENCE_KEYS + THOUGHT_KEYS + OBSERVATION_KEYS)
+# Where a stop answers a question, these hold the answer and the rest of ACTION_KEYS the action.
+ANSWER_KEYS = ("answer", "final_answer")
+MOVE_KEYS = tuple(k for k in ACTION_KEYS if k not in ANSWER_KEYS)
 
 
 # --- lenient JSON ---------------------------------------------------------------------------
@@ -766,8 +778,8 @@ def _agreed(located: _Located, read: Callable[[dict[str, Any]], Optional[_T]],
 
 
 def _view_answer(fields: dict[str, Any], n_views: int, allow_stop: bool,
-                 directions: Sequence[str]) -> Optional[_Answer]:
-    key, value = _first(fields, ACTION_KEYS)
+                 directions: Sequence[str], action_keys: Sequence[str] = ACTION_KEYS) -> Optional[_Answer]:
+    key, value = _first(fields, action_keys)
     if key is None and allow_stop:
         stop_key, stop_value = _first(fields, STOP_KEYS)
         if stop_key is not None:
@@ -777,19 +789,21 @@ def _view_answer(fields: dict[str, Any], n_views: int, allow_stop: bool,
     return None if key is None else _read_action(value, n_views, allow_stop, directions)
 
 
-def _view_label(answer: _Answer, fields: dict[str, Any]) -> str:
+def _view_label(answer: _Answer, fields: dict[str, Any], action_keys: Sequence[str] = ACTION_KEYS) -> str:
     if answer.error is not None:
-        return _short(_first(fields, ACTION_KEYS)[1])
+        return _short(_first(fields, action_keys)[1])
     if answer.stop:
         return STOP_WORD
     return LETTERS[answer.index] if answer.index < 26 else f"#{answer.index + 1}"  # type: ignore[operator,index]
 
 
 def _parse_views(text: str, problems: list[str], n_views: int, allow_stop: bool,
-                 directions: Sequence[str]) -> ParsedDecision:
-    located = _locate(text, ACTION_KEYS + (STOP_KEYS if allow_stop else ()), problems)
+                 directions: Sequence[str], answers: bool = False) -> ParsedDecision:
+    keys = MOVE_KEYS if answers else ACTION_KEYS
+    located = _locate(text, keys + (STOP_KEYS if allow_stop else ()), problems)
     fields = located.fields
-    answer, disagreement = _agreed(located, lambda f: _view_answer(f, n_views, allow_stop, directions), _view_label)
+    answer, disagreement = _agreed(located, lambda f: _view_answer(f, n_views, allow_stop, directions, keys),
+                                   lambda a, f: _view_label(a, f, keys))
     if disagreement is not None:
         answer = _Answer(error=disagreement)
     if answer is None:
@@ -801,6 +815,13 @@ def _parse_views(text: str, problems: list[str], n_views: int, allow_stop: bool,
         else:
             answer = _Answer(error=ambiguity or ("no JSON object and no recognisable answer" if fields is None
                                                  else "action missing"))
+            if answers and ambiguity is None:
+                answer = _stop_for_answer(text, problems) or answer
+    said: Optional[str] = None
+    if answers and answer.error is None and answer.stop:
+        said, error = _answer_of(text, problems)
+        if error is not None:
+            answer = _Answer(error=error)
     if fields is None:
         thoughts, observations = _prose_thoughts(text), []
     else:
@@ -814,7 +835,8 @@ def _parse_views(text: str, problems: list[str], n_views: int, allow_stop: bool,
     action = STOP_WORD if answer.stop else (LETTERS[answer.index] if answer.index < 26 else None)
     if action is not None:  # the contract the prompt states; a failure here is a parser bug
         DecisionReply(observations=observations, thoughts=thoughts, action=action, confidence=confidence)
-    return ParsedDecision(None if answer.stop else answer.index, confidence, thoughts, observations, problems)
+    return ParsedDecision(None if answer.stop else answer.index, confidence, thoughts, observations, problems,
+                          answer=said)
 
 
 def parse_choice(reply: Any, n_views: int, directions: Sequence[str] = ()) -> ParsedDecision:
@@ -823,18 +845,19 @@ def parse_choice(reply: Any, n_views: int, directions: Sequence[str] = ()) -> Pa
     return _parsed(reply, lambda text, problems: _parse_views(text, problems, n_views, False, directions))
 
 
-def parse_single(reply: Any, n_views: int, directions: Sequence[str] = ()) -> ParsedDecision:
-    """The single prompt's reply: a view or STOP (action_index None)."""
-    return _parsed(reply, lambda text, problems: _parse_views(text, problems, n_views, True, directions))
+def parse_single(reply: Any, n_views: int, directions: Sequence[str] = (), answers: bool = False) -> ParsedDecision:
+    """The single prompt's reply: a view or STOP (action_index None); with `answers`, a STOP
+    carries its answer (rule 9)."""
+    return _parsed(reply, lambda text, problems: _parse_views(text, problems, n_views, True, directions, answers))
 
 
 _StopAnswer = tuple[Optional[bool], Optional[str], str, Any]  # stop?, error, key, value
 
 
-def _stop_answer(fields: dict[str, Any]) -> Optional[_StopAnswer]:
+def _stop_answer(fields: dict[str, Any], action_keys: Sequence[str] = ACTION_KEYS) -> Optional[_StopAnswer]:
     key, value = _first(fields, STOP_KEYS)
     if key is None:
-        key, value = _first(fields, ACTION_KEYS)
+        key, value = _first(fields, action_keys)
     return None if key is None else (*_read_stop_flag(key, value), key, value)
 
 
@@ -843,10 +866,11 @@ def _stop_label(answer: _StopAnswer, fields: dict[str, Any]) -> str:
     return _short(value) if stop is None else "STOP" if stop else "CONTINUE"
 
 
-def _parse_stop(text: str, problems: list[str]) -> ParsedDecision:
-    located = _locate(text, STOP_KEYS + ACTION_KEYS, problems)
+def _parse_stop(text: str, problems: list[str], answers: bool = False) -> ParsedDecision:
+    keys = MOVE_KEYS if answers else ACTION_KEYS
+    located = _locate(text, STOP_KEYS + keys, problems)
     fields = located.fields
-    found, disagreement = _agreed(located, _stop_answer, _stop_label)
+    found, disagreement = _agreed(located, lambda f: _stop_answer(f, keys), _stop_label)
     if found is not None:
         stop, error, key, value = found
         paper_form = key in ACTION_KEYS and type(value) is int  # the paper's own -1 / 0
@@ -860,6 +884,12 @@ def _parse_stop(text: str, problems: list[str]) -> ParsedDecision:
             problems.append(f"no JSON decision; {'STOP' if stop else 'CONTINUE'} read from the text")
         elif error is None:
             error = "no JSON object and no recognisable STOP or CONTINUE" if fields is None else "stop missing"
+            if answers and _stop_for_answer(text, problems) is not None:
+                stop, error = True, None
+    said: Optional[str] = None
+    if answers and stop:
+        said, error = _answer_of(text, problems)
+        stop = None if error is not None else stop
     if fields is None:
         thoughts, observations = _prose_thoughts(text), []
     else:
@@ -873,9 +903,109 @@ def _parse_stop(text: str, problems: list[str]) -> ParsedDecision:
     confidence = _read_confidence(fields, problems)
     StopDecision(observation=observations[0].description if observations else "", thoughts=thoughts, stop=stop,
                  confidence=confidence)
-    return ParsedDecision(None if stop else 0, confidence, thoughts, observations, problems)
+    return ParsedDecision(None if stop else 0, confidence, thoughts, observations, problems, answer=said)
 
 
-def parse_stop(reply: Any) -> ParsedDecision:
-    """The stop prompt's reply: action_index None to stop here, 0 to go on to the choice prompt."""
-    return _parsed(reply, _parse_stop)
+def parse_stop(reply: Any, answers: bool = False) -> ParsedDecision:
+    """The stop prompt's reply: action_index None to stop here, 0 to go on to the choice prompt.
+    With `answers` (a family whose stop answers a question) a stop carries its answer (rule 9)."""
+    return _parsed(reply, lambda text, problems: _parse_stop(text, problems, answers))
+
+
+# --- answers --------------------------------------------------------------------------------
+
+_ANSWER_WRAPPERS = ("text", "answer", "value", "content", "name")
+# `Answer: X` or `**Final answer**: X` where a line or sentence starts, `the answer is X` anywhere;
+# X ends at the line's end or a double quote (a JSON string's end), so thoughts that say it read too.
+_PROSE_ANSWER = re.compile(r"(?i)(?:(?:^|(?<=[\n.!?;]))[ \t>*_#-]*(?:final[ \t]+)?answer[*_]*[ \t]*[:=]"
+                           r"|\b(?:the|my)[ \t]+(?:final[ \t]+)?answer[ \t]+is(?![A-Za-z]))"
+                           r"[ \t:]*[\"“]?(?P<answer>[^\n\"”{}]{0,1000})")
+
+
+class _Said:
+    """An answer read from a value: its text, or why it cannot be used."""
+
+    def __init__(self, text: Optional[str] = None, error: Optional[str] = None, problem: Optional[str] = None) -> None:
+        self.text, self.error, self.problem = text, error, problem
+
+
+def _answer_text(text: str, how: Optional[str] = None) -> _Said:
+    s = text.strip().strip("*_`").strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'":
+        s = s[1:-1].strip()
+    if not s:
+        return _Said(error="the answer is empty; give a short answer when you stop")
+    if len(s) > MAX_ANSWER_CHARS:
+        return _Said(error=f"the answer is {len(s)} characters long; give at most {MAX_ANSWER_CHARS}")
+    return _Said(s, problem=how)
+
+
+def _read_answer(value: Any, depth: int = 0) -> _Said:
+    if isinstance(value, str):
+        return _answer_text(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        number = int(value) if isinstance(value, int) or value == int(value) else value
+        return _answer_text(str(number), f"answer {value!r} read as text")
+    if depth < 3 and isinstance(value, list) and len(value) == 1:
+        inner = _read_answer(value[0], depth + 1)
+        return _Said(inner.text, inner.error, inner.problem or (inner.text and "answer given as a one-item list"))
+    if depth < 3 and isinstance(value, dict):
+        key, inner_value = _first(_normalised(value), _ANSWER_WRAPPERS)
+        if key is not None:
+            inner = _read_answer(inner_value, depth + 1)
+            return _Said(inner.text, inner.error, inner.problem or (inner.text and f"answer found in its {key!r}"))
+    if value is None:
+        return _Said(error="the answer is empty; give a short answer when you stop")
+    return _Said(error=f"the answer {_short(value)} is not a text")
+
+
+def _answer_field(fields: dict[str, Any]) -> Optional[_Said]:
+    key, value = _first(fields, ANSWER_KEYS)
+    return None if key is None else _read_answer(value)
+
+
+def _answer_label(said: _Said, fields: dict[str, Any]) -> str:
+    return _short(said.text.casefold()) if said.text is not None else _short(_first(fields, ANSWER_KEYS)[1])
+
+
+def _prose_answer(text: str) -> Optional[_Said]:
+    """`Answer: X` lines outside any JSON; several that differ are an error."""
+    found: dict[str, _Said] = {}
+    for m in _PROSE_ANSWER.finditer(text):
+        line = m.group("answer").strip()
+        if line.endswith(".") and not line.endswith(".."):
+            line = line[:-1]  # the sentence's full stop, not the answer's
+        said = _answer_text(line, "answer read from the text")
+        found.setdefault(said.text.casefold() if said.text is not None else f"error {len(found)}", said)
+    if len(found) > 1:
+        return _Said(error="the reply gives different answers; give one")
+    return next(iter(found.values()), None)
+
+
+def _find_answer(text: str) -> Optional[_Said]:
+    """The answer the reply states: a JSON field (the decision's or another object's, all alike),
+    else an `Answer:` line. None when it states none."""
+    located = _locate(text, ANSWER_KEYS, [])
+    said, disagreement = _agreed(located, _answer_field, _answer_label)
+    if disagreement is not None:
+        return _Said(error=disagreement)
+    return said if said is not None else _prose_answer(text)
+
+
+def _answer_of(text: str, problems: list[str]) -> tuple[Optional[str], Optional[str]]:
+    """(answer, error) of a reply that stops."""
+    said = _find_answer(text)
+    if said is None:
+        return None, 'the reply stops without an answer; put it in "answer"'
+    if said.error is None and said.problem:
+        problems.append(said.problem)
+    return said.text, said.error
+
+
+def _stop_for_answer(text: str, problems: list[str]) -> Optional[_Answer]:
+    """A reply that states no stop or action but gives an answer: a stop, noted."""
+    said = _find_answer(text)
+    if said is None or said.text is None:
+        return None
+    problems.append("no stop or action; the answer given read as STOP")
+    return _Answer(stop=True)

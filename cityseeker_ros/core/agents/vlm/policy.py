@@ -1,7 +1,9 @@
 """The VLM agent: the paper's prompts, a tolerant parser, one bounded retry, a counted fallback.
 
 Two-call mode is the paper's protocol: the stop prompt, then the choice prompt unless the model
-stopped. Single-call mode asks both in one prompt. A reply that cannot be read is retried with
+stopped. Single-call mode asks both in one prompt. The prompts speak the episode's task family
+(prompt_profiles.family_profile); where its stop answers a question, a stop is `answer(text)`.
+A reply that cannot be read is retried with
 the parser's error told to the model; when the retry fails too the policy falls back (the
 paper's rule is action 0) and the step log says so. A backend failure is not a parse failure:
 BackendError propagates and the benchmark ends that episode with end reason `error`.
@@ -19,14 +21,14 @@ import numpy as np
 from cityseeker_ros.core.agents.policies.base import POLICIES, Decision, Policy, PromptContext
 from cityseeker_ros.core.agents.vlm.backend import BACKENDS, Backend, BackendError, GenerationRequest, make_backend
 from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS
-from cityseeker_ros.core.agents.vlm.prompt_profiles import PromptProfile, get_profile, mirror
+from cityseeker_ros.core.agents.vlm.prompt_profiles import PromptProfile, family_profile, get_profile, mirror
 from cityseeker_ros.core.agents.vlm.prompts import prompt_hash
 from cityseeker_ros.core.agents.vlm.schema import ParsedDecision
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.redact import redact
 from cityseeker_ros.core.streets.geodesy import circular_difference
 from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, move
-from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, Episode, World
 
 MODES = ("two-call", "single-call")
 FALLBACKS = ("first", "forward", "stop")
@@ -54,6 +56,7 @@ class _Step:
 
     obs: Observation
     context: PromptContext
+    profile: PromptProfile  # the policy's profile in the words of the episode's task family
     action: Optional[Action] = None
     decision: Optional[ParsedDecision] = None
     stop_check: Optional[ParsedDecision] = None
@@ -77,10 +80,18 @@ def _add(total: Optional[int], more: Optional[int]) -> Optional[int]:
 
 
 def _decision_dict(parsed: Optional[ParsedDecision], action: Action) -> dict[str, Any]:
-    return {"action": action.index,
-            "confidence": parsed.confidence if parsed is not None else 0.0,
-            "thoughts": parsed.thoughts if parsed is not None else "",
-            "observations": [o.model_dump() for o in parsed.observations] if parsed is not None else []}
+    decision = {"action": action.index,
+                "confidence": parsed.confidence if parsed is not None else 0.0,
+                "thoughts": parsed.thoughts if parsed is not None else "",
+                "observations": [o.model_dump() for o in parsed.observations] if parsed is not None else []}
+    if action.answer is not None:  # only families whose stop answers: needs records keep their bytes
+        decision["answer"] = action.answer
+    return decision
+
+
+def _stopping(parsed: ParsedDecision) -> Action:
+    """A readable stop: the answer it gives, where the family's stop answers, else STOP."""
+    return STOP if parsed.answer is None else Action(answer=parsed.answer)
 
 
 def merge_backend_shorthands(params: dict[str, Any], backend: Optional[str] = None, model: Optional[str] = None,
@@ -180,7 +191,6 @@ class VlmPolicy(Policy):
         self._shows_panorama = self.shows_panorama({"mode": mode, "stop_view": stop_view,
                                                     "prompt_profile": prompt_profile})
         self.json_schema, self.swap_red_blue, self.swap_left_right = json_schema, swap_red_blue, swap_left_right
-        self._calls = _calls(self.profile)
         self._backend = backend_instance
         self._owns_backend = backend_instance is None
         self._records: list[dict[str, Any]] = []
@@ -223,7 +233,8 @@ class VlmPolicy(Policy):
         contexts = list(contexts) if contexts is not None else [None] * len(observations)
         if len(contexts) != len(observations):
             raise ValueError(f"{len(contexts)} contexts for {len(observations)} observations")
-        steps = [_Step(self._shown(obs), self._context(obs, ctx)) for obs, ctx in zip(observations, contexts)]
+        steps = [_Step(self._shown(obs), self._context(obs, ctx), self._profile())
+                 for obs, ctx in zip(observations, contexts)]
         self._decide(steps)
         total = time.perf_counter() - started
         for step in steps:
@@ -243,7 +254,7 @@ class VlmPolicy(Policy):
             return super().decide_together(policies, observations, contexts)
         lead: VlmPolicy = policies[0]  # type: ignore[assignment]
         started = time.perf_counter()
-        steps = [_Step(p._shown(obs), p._context(obs, ctx))  # type: ignore[union-attr]
+        steps = [_Step(p._shown(obs), p._context(obs, ctx), p._profile())  # type: ignore[union-attr]
                  for p, obs, ctx in zip(policies, observations, contexts)]
         lead._decide(steps)
         total = time.perf_counter() - started
@@ -271,12 +282,17 @@ class VlmPolicy(Policy):
             self._ask("stop", asking)
             for step in asking:
                 self._after_stop_check(step)
-            self._ask("choice", asking if self.profile.always_choose else [s for s in asking if s.action is None])
+            self._ask("choice", [s for s in asking if s.action is None or s.profile.always_choose])
         else:
             self._ask("single", asking)
         for step in asking:
             if step.action is None:
                 step.action = self._action(step)
+
+    def _profile(self) -> PromptProfile:
+        """The profile in the words of this episode's family (before any reset, the first family's)."""
+        episode = getattr(self, "episode", None)
+        return family_profile(self.profile, episode.family if episode is not None else DEFAULT_FAMILY)
 
     def _shown(self, obs: Observation) -> Observation:
         """The observation as the prompts label it (mirrored under `swap_left_right`)."""
@@ -292,7 +308,7 @@ class VlmPolicy(Policy):
         return image
 
     def _build(self, kind: str, step: _Step, context: PromptContext) -> GenerationRequest:
-        build = self._calls[kind][0]
+        build = _calls(step.profile)[kind][0]
         assert build is not None  # single-call without a single form is refused at construction
         panorama = self._stop_panorama(step) if kind == "stop" else None
         request = build(step.obs, context, self.max_new_tokens, panorama)
@@ -308,8 +324,6 @@ class VlmPolicy(Policy):
 
     def _ask(self, kind: str, steps: list[_Step]) -> None:
         """Ask `kind` for every step, re-asking the unreadable ones up to `retries` times."""
-        parse = self._calls[kind][1]
-        assert parse is not None
         pending = steps
         for attempt in range(self.retries + 1):
             if not pending:
@@ -328,13 +342,15 @@ class VlmPolicy(Policy):
                 raise BackendError(f"backend returned {len(generations)} replies for {len(requests)} requests")
             unread = []
             for step, request, generation in zip(pending, requests, generations):
-                step.hashes.append(prompt_hash(request, self.profile.version))
+                step.hashes.append(prompt_hash(request, step.profile.version))
                 step.raw.append(generation.text[:MAX_CHARS])  # what was read; a runaway tail is not kept
                 step.preprocess_s += generation.latency.preprocess_s
                 step.generate_s += generation.latency.generate_s
                 step.prompt_tokens = _add(step.prompt_tokens, generation.prompt_tokens)
                 step.completion_tokens = _add(step.completion_tokens, generation.completion_tokens)
                 t = time.perf_counter()
+                parse = _calls(step.profile)[kind][1]
+                assert parse is not None
                 parsed = parse(generation.text, step.obs)
                 step.parse_s += time.perf_counter() - t
                 step.cut_replies += parsed.cut
@@ -359,12 +375,12 @@ class VlmPolicy(Policy):
             if self.fallback == "stop":
                 step.action = STOP
         elif step.stop_check.is_stop:
-            step.action, step.decision = STOP, step.stop_check
+            step.action, step.decision = _stopping(step.stop_check), step.stop_check
 
     def _action(self, step: _Step) -> Action:
         decision = step.decision
         if decision is not None:
-            return STOP if decision.is_stop else move(step.obs.views[decision.action_index].index)
+            return _stopping(decision) if decision.is_stop else move(step.obs.views[decision.action_index].index)
         step.fallback = True
         return self._fallback(step.obs)
 
@@ -382,7 +398,7 @@ class VlmPolicy(Policy):
             "step": step.obs.step,
             "mode": self.mode,
             "prompt_profile": self.profile.name,
-            "prompt_version": self.profile.version,
+            "prompt_version": step.profile.version,
             "prompt_hash": step.hashes[0] if len(step.hashes) == 1 else list(step.hashes),
             "raw": list(step.raw),
             "decision": _decision_dict(step.decision, step.action),
@@ -401,6 +417,8 @@ class VlmPolicy(Policy):
             record["stop_check"] = None if check is None else {
                 "stop": check.is_stop, "confidence": check.confidence, "thoughts": check.thoughts,
                 "observation": check.observations[0].description if check.observations else ""}
+            if check is not None and check.answer is not None:
+                record["stop_check"]["answer"] = check.answer
         return record
 
     def step_records(self) -> list[dict[str, Any]]:

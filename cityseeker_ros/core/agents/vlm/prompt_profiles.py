@@ -11,6 +11,12 @@ them off for an exact reproduction.
 
 A profile's `template_hash` is the prompt hash of its requests for one fixed synthetic step,
 so any change of wording, order, layout or schema changes it; results record it.
+
+Both profiles speak CitySeeker's needs, the first task family, in the paper's words. For an
+episode of another family, `family_profile` gives the same profile, layout and parsing with
+that family's words (its PromptForms: system text, goal label, stop question, whether the stop
+answers) and a version of its own, `<profile version>+<family>/<FAMILY_VERSION>`, so results
+made with different prompts never pool.
 """
 from __future__ import annotations
 
@@ -27,16 +33,20 @@ from cityseeker_ros.core.agents.policies.base import PromptContext
 from cityseeker_ros.core.agents.vlm import prompts
 from cityseeker_ros.core.agents.vlm.backend import Content, GenerationRequest, Message
 from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS, parse_choice, parse_single, parse_stop
-from cityseeker_ros.core.agents.vlm.schema import LETTERS, ParsedDecision
+from cityseeker_ros.core.agents.vlm.schema import LETTERS, ParsedDecision, with_answer
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import Observation, View
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
+from cityseeker_ros.core.tasks.family import PromptForms, get_family
 
 # (observation, context, max_new_tokens, panorama or None) -> request
 Builder = Callable[[Observation, Optional[PromptContext], int, Optional[np.ndarray]], GenerationRequest]
 Parser = Callable[[str, Observation], ParsedDecision]
 
 PAPER_VERSION = "cityseeker-paper/1"
+# Bump when the words made from a family's PromptForms (family_wording, paper_wording) change.
+FAMILY_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -51,10 +61,11 @@ class PromptProfile:
     parse_single: Optional[Parser]
     always_choose: bool  # ask the choice prompt even when the stop prompt stopped (the paper's two calls)
     stop_shows_panorama: bool = True  # its stop prompt shows the node's panorama when it is given one
+    forms: Optional[PromptForms] = None  # None: the paper's need; else the family words it speaks
 
     @property
     def template_hash(self) -> str:
-        return _template_hash(self.name)
+        return _template_hash(self)
 
 
 def _directions(obs: Observation) -> list[str]:
@@ -79,6 +90,19 @@ IMPROVED = PromptProfile(
     always_choose=False)
 
 
+def _improved_for(forms: PromptForms, version: str) -> PromptProfile:
+    wording, answers = prompts.family_wording(forms), forms.answers
+    return PromptProfile(
+        name="improved", version=version,
+        stop=lambda obs, ctx, n, pano: prompts.stop_prompt(obs, ctx, n, panorama=pano, wording=wording),
+        choice=lambda obs, ctx, n, pano: prompts.choice_prompt(obs, ctx, n, wording=wording),
+        single=lambda obs, ctx, n, pano: prompts.single_prompt(obs, ctx, n, wording=wording),
+        parse_stop=lambda text, obs: parse_stop(text, answers=answers),
+        parse_choice=IMPROVED.parse_choice,
+        parse_single=lambda text, obs: parse_single(text, len(obs.views), _directions(obs), answers=answers),
+        always_choose=False, forms=forms)
+
+
 # --- paper: appendix C.2 ---------------------------------------------------------------------
 
 _STOP_INSTRUCTION = (
@@ -99,18 +123,62 @@ _CHOICE_OUTPUT = {
     "action": "B", "score": 0.78}
 
 
-def _example(n_images: int, output: dict[str, Any]) -> str:
+def _example(n_images: int, output: dict[str, Any], text: str = "I am hungry") -> str:
     """The appendix's example: a text and `n_images` images in, the JSON reply out."""
-    parts = ['  {"type": "text", "text": "I am hungry"}'] + ['  {"type": "image_url", "image_url": "..."}'] * n_images
-    return "Example:\nInput:\n[\n" + ",\n".join(parts) + "\n]\nOutput:\n" + json.dumps(output, indent=2)
+    parts = [f'  {{"type": "text", "text": {json.dumps(text, ensure_ascii=False)}}}'] + [
+        '  {"type": "image_url", "image_url": "..."}'] * n_images
+    return ("Example:\nInput:\n[\n" + ",\n".join(parts) + "\n]\nOutput:\n"
+            + json.dumps(output, indent=2, ensure_ascii=False))
 
 
+_TURN = "\nNow it's your turn.\nInput:"
 _STOP_EXAMPLE = (_example(1, _STOP_OUTPUT) + "\nIf you think you have already arrived at the destination, output "
-                 "action -1 for stop; otherwise 0.\nNow it's your turn.\nInput:")
+                 "action -1 for stop; otherwise 0." + _TURN)
 _CHOICE_INSTRUCTION = (
     "Instruction: You are a helpful robot that analyses multiple candidate images and selects the one that best "
     "answers the user's question. Return its index (A, B, C ...) together with a confidence score in [0, 1].")
 _CHOICE_EXAMPLE = _example(2, _CHOICE_OUTPUT)
+
+
+@dataclass(frozen=True)
+class PaperWording:
+    """What the paper profile's messages say around an episode: its two instructions and examples."""
+
+    stop_instruction: str
+    stop_example: str
+    choice_instruction: str
+    choice_example: str
+    answers: bool = False  # the stop gives an answer: its reply carries an `answer` field
+
+
+CITYSEEKER = PaperWording(_STOP_INSTRUCTION, _STOP_EXAMPLE, _CHOICE_INSTRUCTION, _CHOICE_EXAMPLE)
+
+
+def paper_wording(forms: PromptForms) -> PaperWording:
+    """The paper profile's words for a family other than CitySeeker's needs: the appendix's
+    instructions with the family's system text and stop question, examples about no goal in particular."""
+    goal = f"<the {forms.goal_label.lower()}>"
+    stop_output: dict[str, Any] = {"overall_observation": "There are residential buildings, a bank, and a bus station.",
+                                   "thoughts": "Nothing here matches my goal, keep going.", "action": 0}
+    if forms.answers:
+        stop_output["answer"] = ""
+        rule = (f'If you can answer from what you see here, output action -1 for stop and put your answer in '
+                f'"answer": {prompts.ANSWER_GUIDE}; otherwise output 0 and leave "answer" empty.')
+    else:
+        rule = "If you think you have already arrived at the destination, output action -1 for stop; otherwise 0."
+    choice_output = {
+        "perspective_observation": {"A": "A narrow side street lined with houses.",
+                                    "B": "A broad avenue with a tall tower in the distance."},
+        "thoughts": "The avenue (B) heads the way my goal most likely lies; the side street (A) does not. "
+                    "Therefore, I should head toward B.",
+        "action": "B", "score": 0.78}
+    return PaperWording(
+        stop_instruction=f"Instruction: {forms.system} {forms.stop_question}",
+        stop_example=_example(1, stop_output, goal) + "\n" + rule + _TURN,
+        choice_instruction=(f"Instruction: {forms.system} Select the candidate image whose direction best leads "
+                            "towards your goal. Return its index (A, B, C ...) together with a confidence score "
+                            "in [0, 1]."),
+        choice_example=_example(2, choice_output, goal), answers=forms.answers)
 
 
 def paper_stop_schema() -> dict[str, Any]:
@@ -165,14 +233,14 @@ def _slot(text: Optional[str], template: str = "{}") -> list[Message]:
 
 
 def paper_stop(obs: Observation, context: Optional[PromptContext] = None, max_new_tokens: int = 512,
-               panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+               panorama: Optional[np.ndarray] = None, wording: PaperWording = CITYSEEKER) -> GenerationRequest:
     """Instruction, format, example, the request, {backtrack_prompt}, the panorama (or, where
     the view source has none, the views), each a user message."""
     context = context or PromptContext()
     scene = (prompts.panorama_image(panorama),) if panorama is not None else _images(obs)
-    schema = paper_stop_schema()
-    messages = [_user(_STOP_INSTRUCTION), _user(_format(schema)), _user(_STOP_EXAMPLE), _user(_query(obs)),
-                *_slot(context.backtrack), _user(*scene), *_feedback(context)]
+    schema = with_answer(paper_stop_schema()) if wording.answers else paper_stop_schema()
+    messages = [_user(wording.stop_instruction), _user(_format(schema)), _user(wording.stop_example),
+                _user(_query(obs)), *_slot(context.backtrack), _user(*scene), *_feedback(context)]
     return GenerationRequest(tuple(messages), max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
 
 
@@ -181,7 +249,7 @@ def _direction_prompt(obs: Observation) -> str:
 
 
 def paper_choice(obs: Observation, context: Optional[PromptContext] = None, max_new_tokens: int = 512,
-                 panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+                 panorama: Optional[np.ndarray] = None, wording: PaperWording = CITYSEEKER) -> GenerationRequest:
     """Instruction, format, example, {perspective_prompt}, {direction_prompt}, the BCR slots,
     the request, the views unlabelled in order, each a user message."""
     prompts.check_views(obs)
@@ -189,7 +257,7 @@ def paper_choice(obs: Observation, context: Optional[PromptContext] = None, max_
     n = len(obs.views)
     schema = paper_choice_schema(n)
     messages = [
-        _user(_CHOICE_INSTRUCTION), _user(_format(schema)), _user(_CHOICE_EXAMPLE),
+        _user(wording.choice_instruction), _user(_format(schema)), _user(wording.choice_example),
         _user(f"There are {n} perspectives. Make sure the number of observations equals the number of "
               "perspectives provided."),
         _user(f"{_direction_prompt(obs)}. Prioritise the FORWARD, LEFT, and RIGHT directions; move BACK only if "
@@ -234,7 +302,34 @@ PAPER = PromptProfile(
     parse_choice=lambda text, obs: parse_choice_zero_based(text, len(obs.views), _directions(obs)),
     parse_single=None, always_choose=True)
 
+
+
+def _paper_for(forms: PromptForms, version: str) -> PromptProfile:
+    wording, answers = paper_wording(forms), forms.answers
+    return PromptProfile(
+        name="paper", version=version,
+        stop=lambda obs, ctx, n, pano: paper_stop(obs, ctx, n, pano, wording),
+        choice=lambda obs, ctx, n, pano: paper_choice(obs, ctx, n, pano, wording), single=None,
+        parse_stop=lambda text, obs: parse_stop(text, answers=answers), parse_choice=PAPER.parse_choice,
+        parse_single=None, always_choose=True, forms=forms)
+
+
 PROFILES: dict[str, PromptProfile] = {p.name: p for p in (IMPROVED, PAPER)}
+_FOR_FAMILY: dict[str, Callable[[PromptForms, str], PromptProfile]] = {"improved": _improved_for, "paper": _paper_for}
+
+
+def family_profile(profile: PromptProfile, family: str) -> PromptProfile:
+    """`profile` as it speaks to episodes of the task family `family`: itself for the first
+    family (CitySeeker's needs, the paper's own), else with the words of the family's PromptForms
+    and a version naming the family. An unknown family fails listing the known ones."""
+    if family == DEFAULT_FAMILY:
+        return profile
+    return _family_profile(profile.name, family, get_family(family).prompts)
+
+
+@cache
+def _family_profile(name: str, family: str, forms: PromptForms) -> PromptProfile:
+    return _FOR_FAMILY[name](forms, f"{PROFILES[name].version}+{family}/{FAMILY_VERSION}")
 
 
 def get_profile(name: str) -> PromptProfile:
@@ -270,8 +365,7 @@ def _canonical_step() -> tuple[Observation, np.ndarray]:
 
 
 @cache
-def _template_hash(name: str) -> str:
-    profile = PROFILES[name]
+def _template_hash(profile: PromptProfile) -> str:
     obs, pano = _canonical_step()
     requests = [profile.stop(obs, None, 512, pano), profile.stop(obs, None, 512, None),
                 profile.choice(obs, None, 512, None)]
@@ -282,13 +376,13 @@ def _template_hash(name: str) -> str:
     return prompts.prompt_hash(merged, profile.version)
 
 
-def prompt_record(policy: str, params: dict[str, Any]) -> Optional[dict[str, Any]]:
-    """What config.json and summary.json say about the prompts of a run: profile, version,
-    template hash and the switches that change what the model is sent; None for policies that
-    send no prompts."""
+def prompt_record(policy: str, params: dict[str, Any], family: str = DEFAULT_FAMILY) -> Optional[dict[str, Any]]:
+    """What config.json and summary.json say about the prompts of a run of `family`'s episodes:
+    profile, version, template hash and the switches that change what the model is sent; None
+    for policies that send no prompts."""
     if policy != "vlm":
         return None
-    profile = get_profile(params.get("prompt_profile", "improved"))
+    profile = family_profile(get_profile(params.get("prompt_profile", "improved")), family)
     return {"profile": profile.name, "version": profile.version, "template_hash": profile.template_hash,
             "stop_view": params.get("stop_view", "panorama"), "json_schema": bool(params.get("json_schema", True)),
             "swap_red_blue": bool(params.get("swap_red_blue", False)),

@@ -8,19 +8,32 @@ label, so a model never has to count images to know which is which. The stop pro
 node's panorama when the policy passes one (the paper's panoramic view), else the views.
 The `paper` profile (prompt_profiles.py) keeps the paper's wording and message layout instead;
 docs/fidelity.md lists every difference.
+
+The words around the episode are a `Wording`: CITYSEEKER's (the paper's need, the first task
+family's) or one made by `family_wording` from another family's PromptForms (its system text,
+goal label, stop question, and whether its stop gives an answer), in the same layout.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from cityseeker_ros.core.agents.policies.base import PromptContext
 from cityseeker_ros.core.agents.vlm.backend import Content, GenerationRequest, Message
-from cityseeker_ros.core.agents.vlm.schema import LETTERS, STOP_WORD, decision_schema, stop_schema
+from cityseeker_ros.core.agents.vlm.schema import (
+    LETTERS,
+    MAX_ANSWER_CHARS,
+    STOP_WORD,
+    decision_schema,
+    stop_schema,
+    with_answer,
+)
 from cityseeker_ros.core.tasks.environment import Observation, View
+from cityseeker_ros.core.tasks.family import PromptForms
 
 # Bump the number after the slash whenever any prompt's wording, order of parts, image
 # placement or output schema changes: results made with different prompts must not be pooled.
@@ -43,6 +56,71 @@ _STOP_EXAMPLE = ('{"observation": "Residential buildings, a bookstore and a bus 
                  '"stop": false, "confidence": 0.8}')
 
 
+
+@dataclass(frozen=True)
+class Wording:
+    """What the improved prompts say around an episode. `stop_task` holds "{where}" (in this
+    panorama, in these views); `choice_task` and `single_task` hold "{letters}" (A, B, C)."""
+
+    system: str
+    goal_label: str
+    stop_task: str
+    stop_example: str
+    choice_task: str
+    single_task: str
+    choice_example: str
+    answers: bool = False  # the stop gives an answer: the replies carry an `answer` field
+    compass: bool = False  # view labels name the compass direction too (goals stated by bearing)
+
+
+CITYSEEKER = Wording(
+    system=SYSTEM, goal_label="Request",
+    stop_task=("State whether the place that satisfies the request is right here, {where}. Answer stop true only "
+               "if you have arrived; otherwise answer false and you will choose a direction next."),
+    stop_example=_STOP_EXAMPLE,
+    choice_task="Choose the view whose direction most likely leads to a place that satisfies the request.",
+    single_task=("If the place that satisfies the request is right here, in these views, set "
+                 f'"action" to "{STOP_WORD}". Otherwise choose the view whose direction most likely leads to such a '
+                 "place."),
+    choice_example=_CHOICE_EXAMPLE)
+
+# The answer's guideline, after CityEQA's Collector prompt (its appendix, Figure 8).
+ANSWER_GUIDE = ("a concise and meaningful answer to the question, without explanations, reasoning or thought "
+                f"processes, at most {MAX_ANSWER_CHARS} characters")
+# The choice, in PReP's per-step words (its appendix G.2): "choose one in [...] as your next action".
+_FAMILY_CHOICE = ("According to all information above, choose one in [{letters}] as your next action: the view whose "
+                  "direction most likely brings you closer to your goal.")
+
+
+def family_wording(forms: PromptForms) -> Wording:
+    """The improved prompts' words for a task family other than CitySeeker's needs, from its
+    PromptForms; the examples describe no particular goal."""
+    if forms.answers:
+        stop = (f'{forms.stop_question} Judge it {{where}}. Answer stop true only if you can answer from what you '
+                f'see here, and put your answer in "answer": {ANSWER_GUIDE}. Otherwise answer false, leave '
+                '"answer" empty, and you will choose a direction next.')
+        single = (f'{forms.stop_question} If you can answer from what you see here, in these views, set "action" to '
+                  f'"{STOP_WORD}" and put your answer in "answer": {ANSWER_GUIDE}. Otherwise leave "answer" empty. '
+                  + _FAMILY_CHOICE)
+    else:
+        stop = (f"{forms.stop_question} Judge it {{where}}. Answer stop true only if you have arrived; otherwise "
+                "answer false and you will choose a direction next.")
+        single = (f'{forms.stop_question} If you have arrived, set "action" to "{STOP_WORD}". Otherwise, ' +
+                  _FAMILY_CHOICE[0].lower() + _FAMILY_CHOICE[1:])
+    stop_example = {"observation": "A crossing with a bank on the corner and apartment blocks along the street.",
+                    "thoughts": "Nothing here matches my goal, so I keep going.", "stop": False,
+                    **({"answer": ""} if forms.answers else {}), "confidence": 0.8}
+    choice_example = {
+        "observations": [{"view": "A", "description": "A narrow side street lined with houses."},
+                         {"view": "B", "description": "A broad avenue with a tall tower in the distance."}],
+        "thoughts": "The avenue (B) heads the way my goal most likely lies; the side street (A) does not.",
+        "action": "B", "confidence": 0.78}
+    return Wording(system=forms.system, goal_label=forms.goal_label, stop_task=stop,
+                   stop_example=json.dumps(stop_example, ensure_ascii=False), choice_task=_FAMILY_CHOICE,
+                   single_task=single, choice_example=json.dumps(choice_example, ensure_ascii=False),
+                   answers=forms.answers, compass=True)
+
+
 def view_letter(position: int) -> str:
     return LETTERS[position]
 
@@ -53,6 +131,21 @@ def _heading(deg: float) -> int:
 
 def view_label(position: int, view: View) -> str:
     return f"View {view_letter(position)} ({view.relative.value}, {_heading(view.heading)}°)"
+
+
+COMPASS = ("north", "north-east", "east", "south-east", "south", "south-west", "west", "north-west")
+
+
+def compass_word(deg: float) -> str:
+    """The nearest of the eight compass directions to a heading (degrees clockwise from north)."""
+    return COMPASS[int(((deg % 360.0) + 22.5) // 45.0) % 8]
+
+
+def _label(position: int, view: View, wording: Wording) -> str:
+    if not wording.compass:
+        return view_label(position, view)
+    return (f"View {view_letter(position)} ({view.relative.value}, {_heading(view.heading)}°, "
+            f"{compass_word(view.heading)})")
 
 
 def view_image(view: View) -> np.ndarray:
@@ -66,8 +159,8 @@ def _slot(name: str, text: Optional[str]) -> list[str]:
     return [f"{name}: {text.strip()}"] if text and text.strip() else []
 
 
-def _header(obs: Observation, context: PromptContext, slots: tuple[str, ...]) -> list[str]:
-    lines = [f"Request: {obs.instruction}",
+def _header(obs: Observation, context: PromptContext, slots: tuple[str, ...], goal_label: str) -> list[str]:
+    lines = [f"{goal_label}: {obs.instruction}",
              f"You are now at viewpoint {obs.node}, step {obs.step} ({obs.steps_left} steps left).",
              f"You are facing {_heading(obs.facing)}°. Headings are degrees clockwise from north; "
              "directions are relative to where you face, and RIGHT is clockwise."]
@@ -78,13 +171,13 @@ def _header(obs: Observation, context: PromptContext, slots: tuple[str, ...]) ->
     return lines
 
 
-def _views(obs: Observation) -> list[Content]:
+def _views(obs: Observation, wording: Wording) -> list[Content]:
     items: list[Content] = [f"There are {len(obs.views)} views, one per direction you can walk:"]
     for position, view in enumerate(obs.views):
         if view.image is None:
-            items.append(f"{view_label(position, view)}: no image; judge it by its direction only.")
+            items.append(f"{_label(position, view, wording)}: no image; judge it by its direction only.")
         else:
-            items += [f"{view_label(position, view)}:", view_image(view)]
+            items += [f"{_label(position, view, wording)}:", view_image(view)]
     return items
 
 
@@ -113,12 +206,13 @@ def panorama_items(obs: Observation, panorama: np.ndarray) -> list[Content]:
 
 
 def _request(obs: Observation, context: Optional[PromptContext], slots: tuple[str, ...], task: list[str],
-             schema: dict, max_new_tokens: int, scene: Optional[list[Content]] = None) -> GenerationRequest:
+             schema: dict, max_new_tokens: int, wording: Wording,
+             scene: Optional[list[Content]] = None) -> GenerationRequest:
     context = context or PromptContext()
     tail = task + _slot("Note about your previous answer", context.feedback)
-    items: list[Content] = ["\n".join(_header(obs, context, slots)), *(_views(obs) if scene is None else scene),
-                            "\n".join(tail)]
-    messages = (Message("system", (SYSTEM,)), Message("user", _join(items)))
+    items: list[Content] = ["\n".join(_header(obs, context, slots, wording.goal_label)),
+                            *(_views(obs, wording) if scene is None else scene), "\n".join(tail)]
+    messages = (Message("system", (wording.system,)), Message("user", _join(items)))
     return GenerationRequest(messages, max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
 
 
@@ -133,53 +227,64 @@ def _letters(n: int, allow_stop: bool) -> str:
     return ", ".join(list(LETTERS[:n]) + ([STOP_WORD] if allow_stop else []))
 
 
-def _decision_format(n: int, allow_stop: bool) -> list[str]:
+_ANSWER_SLOT = '"answer": "<your answer when you stop, else empty>", '
+
+
+def _decision_format(n: int, allow_stop: bool, wording: Wording) -> list[str]:
+    answer = _ANSWER_SLOT if wording.answers and allow_stop else ""
+    example = wording.choice_example
+    if answer:  # the example continues, so its answer is empty
+        example = example.replace('"confidence"', '"answer": "", "confidence"', 1)
     return ["Reply with this JSON object:",
             '{"observations": [{"view": "A", "description": "<what view A shows>"}, ...], '
             '"thoughts": "<your reasoning>", '
-            f'"action": "<one of {_letters(n, allow_stop)}>", "confidence": <number from 0 to 1>}}',
+            f'"action": "<one of {_letters(n, allow_stop)}>", {answer}"confidence": <number from 0 to 1>}}',
             f"Make sure the number of observations equals the number of views provided ({n}), in order.",
-            "Example reply for two views:", _CHOICE_EXAMPLE]
+            "Example reply for two views:", example]
 
 
 def stop_prompt(obs: Observation, context: Optional[PromptContext] = None,
-                max_new_tokens: int = 512, panorama: Optional[np.ndarray] = None) -> GenerationRequest:
+                max_new_tokens: int = 512, panorama: Optional[np.ndarray] = None,
+                wording: Wording = CITYSEEKER) -> GenerationRequest:
     """The paper's stop prompt over the panorama (when given) or the current views; only
     {backtrack_prompt} goes in, as there."""
     if panorama is None and len(obs.views) > len(LETTERS):
         raise ValueError(f"{len(obs.views)} views; prompts label at most {len(LETTERS)}")
     where = "in this panorama" if panorama is not None else "in these views"
-    task = [f"State whether the place that satisfies the request is right here, {where}. "
-            "Answer stop true only if you have arrived; otherwise answer false and you will choose a direction next.",
+    answer = _ANSWER_SLOT if wording.answers else ""
+    task = [wording.stop_task.replace("{where}", where),
             "Reply with this JSON object:",
             '{"observation": "<what you see here>", "thoughts": "<your reasoning>", "stop": true or false, '
-            '"confidence": <number from 0 to 1>}',
-            "Example reply:", _STOP_EXAMPLE]
-    return _request(obs, context, ("backtrack",), task, stop_schema(), max_new_tokens,
+            f'{answer}"confidence": <number from 0 to 1>}}',
+            "Example reply:", wording.stop_example]
+    schema = with_answer(stop_schema()) if wording.answers else stop_schema()
+    return _request(obs, context, ("backtrack",), task, schema, max_new_tokens, wording,
                     None if panorama is None else panorama_items(obs, panorama))
 
 
+def _task(sentence: str, n: int) -> str:
+    return sentence.replace("{letters}", ", ".join(LETTERS[:n])) + " " + _PRIORITY
+
+
 def choice_prompt(obs: Observation, context: Optional[PromptContext] = None,
-                  max_new_tokens: int = 512) -> GenerationRequest:
+                  max_new_tokens: int = 512, wording: Wording = CITYSEEKER) -> GenerationRequest:
     """The paper's choice prompt: one letter among the walkable views, never stop."""
     check_views(obs)
     n = len(obs.views)
-    task = ["Choose the view whose direction most likely leads to a place that satisfies the request. " + _PRIORITY,
-            *_decision_format(n, allow_stop=False)]
+    task = [_task(wording.choice_task, n), *_decision_format(n, False, wording)]
     return _request(obs, context, ("backtrack", "surroundings", "history"), task, decision_schema(n, False),
-                    max_new_tokens)
+                    max_new_tokens, wording)
 
 
 def single_prompt(obs: Observation, context: Optional[PromptContext] = None,
-                  max_new_tokens: int = 512) -> GenerationRequest:
+                  max_new_tokens: int = 512, wording: Wording = CITYSEEKER) -> GenerationRequest:
     """Stop and choice in one call: the action is a letter, or STOP when the place is here."""
     check_views(obs)
     n = len(obs.views)
-    task = [f'If the place that satisfies the request is right here, in these views, set "action" to "{STOP_WORD}". '
-            "Otherwise choose the view whose direction most likely leads to such a place. " + _PRIORITY,
-            *_decision_format(n, allow_stop=True)]
-    return _request(obs, context, ("backtrack", "surroundings", "history"), task, decision_schema(n, True),
-                    max_new_tokens)
+    task = [_task(wording.single_task, n), *_decision_format(n, True, wording)]
+    schema = decision_schema(n, True)
+    return _request(obs, context, ("backtrack", "surroundings", "history"), task,
+                    with_answer(schema) if wording.answers else schema, max_new_tokens, wording)
 
 
 def _image_digest(image: np.ndarray) -> bytes:

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 LETTERS = string.ascii_uppercase  # view labels: A is the first view, Z the 26th
 STOP_WORD = "STOP"
+MAX_ANSWER_CHARS = 200  # a longer answer is a runaway, not an answer: parsed as invalid
 
 
 class ViewObservation(BaseModel):
@@ -59,6 +60,7 @@ class ParsedDecision:
     problems: list[str] = field(default_factory=list)  # what was repaired to read the reply
     error: Optional[str] = None  # why the reply is unusable; the policy retries or falls back
     cut: bool = False  # the reply was longer than parsing.MAX_CHARS: only its head was read
+    answer: Optional[str] = None  # a stop's answer, for families whose stop answers a question
 
     @property
     def ok(self) -> bool:
@@ -97,3 +99,15 @@ def decision_schema(n_views: int, allow_stop: bool) -> dict[str, Any]:
 
 def stop_schema() -> dict[str, Any]:
     return _inline_refs(StopDecision.model_json_schema())
+
+
+ANSWER_FIELD = {"title": "Answer", "type": "string", "maxLength": MAX_ANSWER_CHARS}
+
+
+def with_answer(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the `answer` field a family that answers a question asks for (empty unless
+    stopping); required, so constrained decoding always writes it."""
+    schema = copy.deepcopy(schema)
+    schema["properties"]["answer"] = dict(ANSWER_FIELD)
+    schema["required"] = [*schema.get("required", []), "answer"]
+    return schema

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cityseeker_ros.core.evaluation.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, PAPER_SCOPE
+from cityseeker_ros.core.evaluation.failures import succeeded
 from cityseeker_ros.core.evaluation.report import failures as report_failures
 from cityseeker_ros.core.evaluation.report import steps as report_steps
 from cityseeker_ros.core.evaluation.report.maps import (
@@ -26,13 +26,8 @@ from cityseeker_ros.core.evaluation.report.maps import (
     trajectory_svg,
 )
 from cityseeker_ros.core.evaluation.report.tables import (
-    BREAKDOWN_METRICS,
     CEILING_NOTE,
-    DTW_NOTE,
     END_REASONS,
-    METRICS,
-    PAPER_CATEGORY_ROWS,
-    PAPER_METRICS,
     Table,
     fmt,
     fmt_mean_sd,
@@ -47,6 +42,7 @@ from cityseeker_ros.core.infra.files import write_text_atomic
 from cityseeker_ros.core.infra.text import loads_json
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, DIFFICULTIES
+from cityseeker_ros.core.tasks.family import TaskFamily, family_of_config
 
 
 def load_summary(path: Path) -> dict:
@@ -90,6 +86,7 @@ def run_table(summary: dict, n_records: int) -> Table:
     rows = [
         ("Policy", str(cfg.get("policy", "?"))),
         ("Dataset", str(cfg.get("dataset", "?"))),
+        ("Task family", str(cfg.get("family") or "needs")),
         ("Data", str(cfg.get("data", "?"))),
         ("Seeds", ", ".join(map(str, seeds)) if seeds else "?"),
         ("Episodes", fmt(summary["overall"].get("episodes"))),
@@ -107,26 +104,40 @@ def run_table(summary: dict, n_records: int) -> Table:
 
 
 def overall_table(summary: dict) -> Table:
+    family = family_of_config(summary.get("config", {}))
     overall, sd = summary["overall"], summary.get("overall_sd") or {}
     n_seeds = overall.get("seeds") or len(summary.get("config", {}).get("seeds") or [])
     rows = tuple((m.label, m.unit, fmt_mean_sd(overall.get(m.key), sd.get(m.key)), m.meaning)
-                 for m in METRICS)
+                 for m in family.metrics)
     note = f"Mean ± standard deviation over {n_seeds} seeds." if sd else ""
-    return Table("Overall", ("Metric", "Unit", "Value", "Meaning"), rows, note)
+    return Table(f"Overall: {family.title} ({family.seed_paper})", ("Metric", "Unit", "Value", "Meaning"), rows,
+                 note)
 
 
-def comparison_table(summary: dict) -> Table:
+def world_facts_table(summary: dict) -> Table | None:
+    """What the family says about the world beside every result (a landmark count, the
+    distribution of shortest routes); none for a family that states nothing."""
+    facts = summary.get("config", {}).get("task_family", {}).get("world") or {}
+    if not facts:
+        return None
+    rows = tuple((f"{city}: {key}", fmt(value) if not isinstance(value, (dict, list)) else json.dumps(value))
+                 for city, block in sorted(facts.items()) for key, value in block.items())
+    return Table("The world's task facts", ("Fact", "Value"), rows)
+
+
+def comparison_table(summary: dict) -> Table | None:
     cfg = summary.get("config", {})
-    ours = summary["overall"]
-    header = ("Run", *(metric_header(k) for k in PAPER_METRICS), "Source")
-    rows = [(f"This run ({cfg.get('policy', '?')})", *(fmt(ours.get(k)) for k in PAPER_METRICS),
-             "summary.json")]
-    rows += [(r.name, *(fmt(r.metrics.get(k)) for k in PAPER_METRICS), f"paper {r.source}")
-             for r in PAPER_OVERALL]
+    family = family_of_config(cfg)
+    if not family.paper:
+        return None
+    ours, keys = summary["overall"], family.paper_metrics
+    header = ("Run", *(metric_header(family, k) for k in keys), "Source")
+    rows = [(f"This run ({cfg.get('policy', '?')})", *(fmt(ours.get(k)) for k in keys), "summary.json")]
+    rows += [(r.name, *(fmt(r.metrics.get(k)) for k in keys), f"paper {r.source}") for r in family.paper]
     caveat = (" This run is on a synthetic world: the paper's rows are for orientation only."
               if cfg.get("synthetic") else "")
-    note = (f"{DTW_NOTE} Paper rows: {PAPER_SCOPE}; blank where the paper gives no value; "
-            f"paper values rounded to 1 decimal.{caveat}")
+    note = (f"{family.report_note} Paper rows: {family.paper_scope}; blank where the paper gives no value; "
+            f"paper values rounded to 1 decimal.{caveat}").strip()
     return Table("Comparison with the paper", header, tuple(rows), note)
 
 
@@ -136,15 +147,16 @@ def _ordered(groups: Mapping[str, dict], preferred: Sequence[str]) -> list[str]:
     return known + sorted(g for g in groups if g not in preferred)
 
 
-def breakdown_table(title: str, first_column: str, groups: Mapping[str, dict],
+def breakdown_table(family: TaskFamily, title: str, first_column: str, groups: Mapping[str, dict],
                     preferred: Sequence[str] = (),
                     paper: Mapping[str, Mapping[str, float]] | None = None) -> Table:
-    """One row per group; `paper` adds published per-group TCP50 columns beside ours."""
+    """One row per group; `paper` adds published per-group success columns beside ours."""
     paper = paper or {}
-    header = (first_column, "Episodes", *(metric_header(k) for k in BREAKDOWN_METRICS),
-              *(f"Paper {name} TCP50 (%)" for name in paper))
+    success = family.spec(family.success_metric).label
+    header = (first_column, "Episodes", *(metric_header(family, k) for k in family.breakdown),
+              *(f"Paper {name} {success} (%)" for name in paper))
     rows = tuple((name, fmt(groups[name].get("episodes")),
-                  *(fmt(groups[name].get(k)) for k in BREAKDOWN_METRICS),
+                  *(fmt(groups[name].get(k)) for k in family.breakdown),
                   *(fmt(values.get(name)) for values in paper.values()))
                  for name in _ordered(groups, preferred))
     note = "Paper columns: Table 2 subcategory TCP; blank where the paper has no such category." \
@@ -182,18 +194,16 @@ def decisions_table(summary: dict) -> Table | None:
 
 def trajectory_table(selected: Sequence[dict]) -> Table:
     rows = tuple((r["episode_id"], str(r.get("city", "")), str(r.get("category", "")),
-                  str(r.get("end_reason", "")), "success" if _succeeded(r) else "failure",
-                  fmt(r.get("metrics", {}).get("spd")), fmt(r.get("steps")))
+                  str(r.get("end_reason", "")), "success" if _succeeded(r) else "failure", fmt(r.get("steps")))
                  for r in selected)
-    return Table("Drawn trajectories", ("Episode", "City", "Category", "End reason",
-                                        "TCP50", "SPD (m)", "Steps"), rows,
-                 "Plots are in report.html.")
+    return Table("Drawn trajectories", ("Episode", "City", "Category", "End reason", "Outcome", "Steps"), rows,
+                 "Plots are in report.html; success is each family's own (TCP50 for needs).")
 
 
 # ---------------------------------------------------------------- trajectory selection
 
 def _succeeded(record: dict) -> bool:
-    return float(record.get("metrics", {}).get("tcp50") or 0.0) > 0.0
+    return succeeded(record)
 
 
 def _spread(items: Sequence[dict], k: int) -> list[dict]:
@@ -337,7 +347,8 @@ def build_html(summary: dict, tables: Sequence[Table], sections: str, css: str =
                 f"{fmt(summary['overall'].get('episodes'))} episodes · "
                 f"cityseeker_ros {cfg.get('package_version', '?')} · {cfg.get('created', '?')}")
     ceiling = (f'<div class="ceiling"><div>Solvable ceiling: <span class="big">'
-               f"{e(_ceiling_value(summary))}</span></div><div>{e(CEILING_NOTE)}</div></div>")
+               f"{e(_ceiling_value(summary))}</span></div><div>{e(CEILING_NOTE)}</div></div>"
+               if "solvable" in summary["overall"] else "")
     body = "".join(render_table_html(t) for t in tables)
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>CitySeeker report: {e(str(cfg.get('policy', '?')))}</title>"
@@ -352,8 +363,9 @@ def build_markdown(summary: dict, blocks: Sequence[Table | str]) -> str:
     lines = ["# CitySeeker benchmark report", ""]
     if cfg.get("synthetic"):
         lines += [f"> **{SYNTHETIC_TEXT}**", ""]
-    lines += [f"**Solvable ceiling: {_ceiling_value(summary)}**. {CEILING_NOTE}", "",
-              "Trajectory plots, views and the step viewer: see report.html beside this file.", ""]
+    if "solvable" in summary["overall"]:
+        lines += [f"**Solvable ceiling: {_ceiling_value(summary)}**. {CEILING_NOTE}", ""]
+    lines += ["Trajectory plots, views and the step viewer: see report.html beside this file.", ""]
     return "\n".join(lines) + "\n" + "\n".join(b if isinstance(b, str) else render_table_md(b) for b in blocks)
 
 
@@ -390,18 +402,19 @@ def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
     selected = select_trajectories(episodes, seed, max_trajectories)
     view_loader = _load_once(view_loader)
 
-    tables = [
+    family = family_of_config(config)
+    paper = dict(family.paper_by_category)
+    tables = [t for t in (
         run_table(summary, len(episodes)),
         overall_table(summary),
+        world_facts_table(summary),
         comparison_table(summary),
-        breakdown_table("By category", "Category", summary.get("by_category", {}),
-                        tuple(CATEGORY_NAMES.values()),
-                        {n: PAPER_CATEGORY_TCP50[n] for n in PAPER_CATEGORY_ROWS}),
-        breakdown_table("By city", "City", summary.get("by_city", {})),
-        breakdown_table("By difficulty", "Difficulty", summary.get("by_difficulty", {}),
-                        DIFFICULTIES),
+        breakdown_table(family, "By category", "Category", summary.get("by_category", {}),
+                        tuple(CATEGORY_NAMES.values()), paper),
+        breakdown_table(family, "By city", "City", summary.get("by_city", {})),
+        breakdown_table(family, "By difficulty", "Difficulty", summary.get("by_difficulty", {}), DIFFICULTIES),
         end_reason_table(episodes),
-    ]
+    ) if t is not None]
     decisions = decisions_table(summary)
     if decisions is not None:
         tables.append(decisions)

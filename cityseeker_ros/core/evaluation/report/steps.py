@@ -37,6 +37,7 @@ from cityseeker_ros.core.infra.errors import CitySeekerError
 from cityseeker_ros.core.streets.directions import relative_direction
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.streets.transition import ActionModel
+from cityseeker_ros.core.tasks.family import family_of_record
 
 MAX_THUMB_EPISODES = 12
 MAX_VIEWER_EPISODES = 300
@@ -334,9 +335,11 @@ def episode_entry(record: Mapping[str, Any], tags: Sequence[str], departure: Opt
         entry["strategies"] = _rounded(list(sup.get("strategies") or []))
         entry["backtracks"] = sup.get("backtracks")
     if record.get("rounds"):
+        family = family_of_record(record)
+        entry["success_label"] = family.spec(family.success_metric).label
         entry["rounds"] = [{"round": r.get("round"), "end_reason": r.get("end_reason"),
                             "steps": max(len(r.get("path") or []) - 1, 0),
-                            "tcp50": (r.get("metrics") or {}).get("tcp50")}
+                            "success": (r.get("metrics") or {}).get(family.success_metric)}
                            for r in record["rounds"] if isinstance(r, Mapping)]
     return entry
 
@@ -546,7 +549,7 @@ function head(e) {
   }
   if (e.rounds) {
     h.append(el("div", null, "Earlier rounds: " + e.rounds.map((r) =>
-      `round ${r.round}: ${r.end_reason} after ${r.steps} steps, TCP50 ${num(r.tcp50)}`).join("; ") +
+      `round ${r.round}: ${r.end_reason} after ${r.steps} steps, ${e.success_label} ${num(r.success)}`).join("; ") +
       ". Shown: the final round."));
   }
 }

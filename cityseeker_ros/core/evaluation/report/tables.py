@@ -8,40 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-END_REASONS = ("stopped", "budget_exhausted", "invalid_action", "error")
+from cityseeker_ros.core.tasks.family import TaskFamily
+
+END_REASONS = ("stopped", "answered", "budget_exhausted", "invalid_action", "error")
 
 
-@dataclass(frozen=True)
-class MetricSpec:
-    key: str
-    label: str
-    unit: str
-    meaning: str
-
-
-METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("tce", "TCE", "%", "final node is the target"),
-    MetricSpec("tcp40", "TCP40", "%", "final node within 40 m of the target"),
-    MetricSpec("tcp50", "TCP50", "%", "final node within 50 m of the target (the paper's TCP)"),
-    MetricSpec("tcp60", "TCP60", "%", "final node within 60 m of the target"),
-    MetricSpec("tcc", "TCC", "%", "final node within 50 m of any place of the requested kind"),
-    MetricSpec("spl", "SPL", "%", "TCP50 success weighted by reference / walked length"),
-    MetricSpec("osr", "OSR", "%", "some node of the path came within 50 m of the target"),
-    MetricSpec("spd", "SPD", "m", "geodesic distance from final node to target (lower is better)"),
-    MetricSpec("dtw_per_ref_m", "dtw_per_ref_m", "m",
-               "DTW(path, reference) / reference nodes; the paper's 'nDTW' (lower is better)"),
-    MetricSpec("ndtw", "nDTW", "x100", "standard exp(-DTW / (|R| d_th)) (higher is better)"),
-    MetricSpec("as", "AS", "steps", "mean steps taken"),
-    MetricSpec("solvable", "Solvable", "%", "target reachable within the step budget (ceiling)"),
-)
-SPECS: dict[str, MetricSpec] = {m.key: m for m in METRICS}
-PAPER_METRICS = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd", "dtw_per_ref_m", "as")
-BREAKDOWN_METRICS = ("tce", "tcp50", "tcc", "spl", "spd", "dtw_per_ref_m", "as", "solvable")
-PAPER_CATEGORY_ROWS = ("Random Choice", "Forward Direction", "Human")
-
-DTW_NOTE = ("The paper's column named 'nDTW' is DTW(agent path, reference path) in metres "
-            "divided by the reference path's node count (lower is better); we report it as "
-            "dtw_per_ref_m. Our standard nDTW has no published counterpart.")
 CEILING_NOTE = ("The share of episodes whose target is reachable within the step budget under "
                 "the paper's action model (choosing a walkable heading moves along the closest "
                 "out-edge). No policy can exceed it on TCE; TCP and TCC can exceed it slightly, "
@@ -74,8 +45,8 @@ def fmt_mean_sd(mean: object, sd: object) -> str:
     return f"{text} ± {fmt(sd)}" if text and sd is not None else text
 
 
-def metric_header(key: str) -> str:
-    spec = SPECS[key]
+def metric_header(family: TaskFamily, key: str) -> str:
+    spec = family.spec(key)
     return f"{spec.label} ({spec.unit})"
 
 

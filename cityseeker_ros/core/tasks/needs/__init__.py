@@ -3,14 +3,24 @@ measures (DESIGN.md section 4). Its records and summaries are those made before 
 existed, byte for byte: they carry no `family` field, and the world's tasks stay in tasks.json."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.infra.jsonfile import read_json_file
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, Episode, World
-from cityseeker_ros.core.tasks.family import FAMILIES, GeneratedTasks, Loaded, MetricSpec, PromptForms, TaskFamily
+from cityseeker_ros.core.tasks.family import (
+    FAMILIES,
+    GeneratedTasks,
+    Loaded,
+    MetricSpec,
+    PaperRow,
+    PromptForms,
+    TaskFamily,
+)
+from cityseeker_ros.core.tasks.needs.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, PAPER_SCOPE
 from cityseeker_ros.core.tasks.task_file import check_nodes, field
 
 if TYPE_CHECKING:
@@ -46,6 +56,15 @@ class NeedsFamily(TaskFamily):
     breakdown: ClassVar[tuple[str, ...]] = ("tce", "tcp50", "tcc", "spl", "spd", "dtw_per_ref_m", "as", "solvable")
     ablation: ClassVar[tuple[tuple[str, str], ...]] = (("tcp50", "TCP50 (%)"), ("dtw_per_ref_m", "dtw_per_ref_m (m)"))
     baselines: ClassVar[tuple[str, ...]] = ("random", "forward", "first-heading", "ocr-embed", "sign-oracle", "oracle")
+    perfect_perception: ClassVar[Optional[str]] = "sign-oracle"
+    paper: ClassVar[tuple[PaperRow, ...]] = PAPER_OVERALL
+    paper_metrics: ClassVar[tuple[str, ...]] = ("tce", "tcp40", "tcp50", "tcp60", "tcc", "spl", "spd",
+                                                "dtw_per_ref_m", "as")
+    paper_scope: ClassVar[str] = PAPER_SCOPE
+    paper_by_category: ClassVar[Mapping[str, Mapping[str, float]]] = PAPER_CATEGORY_TCP50
+    report_note: ClassVar[str] = ("The paper's column named 'nDTW' is DTW(agent path, reference path) in metres "
+                                  "divided by the reference path's node count (lower is better); we report it as "
+                                  "dtw_per_ref_m. Our standard nDTW has no published counterpart.")
     prompts: ClassVar[PromptForms] = PromptForms(
         system=("You are a helpful robot that walks through a city to help a person. The person states a need, "
                 "not a place: work out what kind of place would satisfy it and look for one in the street views. "

@@ -16,20 +16,12 @@ The paper reports nothing for our "Two-Stage" category.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+
+from cityseeker_ros.core.tasks.family import PaperRow
 
 PAPER_EPISODES = 1257
 PAPER_SCOPE = "all 8 cities, 1,257 test episodes, 35-step budget"
-
-
-@dataclass(frozen=True)
-class PaperRow:
-    """One published row: `metrics` holds only the values the paper gives."""
-
-    name: str
-    source: str
-    metrics: Mapping[str, float]
 
 
 def _row(name: str, source: str, **metrics: float) -> PaperRow:

@@ -1,0 +1,229 @@
+"""The AR page's server: one page, one WebSocket, the token on both, and nothing else.
+
+aiohttp serves HTTP and WebSocket from one asyncio loop with TLS from the standard library, so
+the LAN switch is a certificate and an ssl context, not a second server. Every message the page
+sends goes through core.ar.session.ArSession (checked, counted, kept or dropped) before the
+`Stack` (the ROS side, ar/bridge.py) sees it; what the stack says comes back as events, which
+this loop turns into messages for every connected page.
+"""
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Optional, Protocol
+
+from aiohttp import WSMsgType, web
+
+from cityseeker_ros.core.ar.protocol import Cancel, Fix, Frame, Heading, Need, Shown, server_message
+from cityseeker_ros.core.ar.session import ArSession
+from cityseeker_ros.core.ar.token import token_ok
+
+STATIC = Path(__file__).resolve().parent / "static"
+# aiohttp closes a connection whose message exceeds its limit; above ours and below this one a
+# message is counted and dropped while the connection keeps serving.
+WS_HARD_LIMIT = 4 * 1024 * 1024
+STATUS_PERIOD_S = 1.0
+FRAMES_KEPT = 64  # frames remembered to tell a view set which frame it was built from
+LOG = logging.getLogger("cityseeker_ros.ar")
+
+
+class Stack(Protocol):
+    """What the server asks of the ROS side; each call returns at once (the work is queued)."""
+
+    def frame(self, frame: Frame, stamp_s: float) -> None: ...
+
+    def fix(self, fix: Fix, stamp_s: float) -> None: ...
+
+    def seek(self, need: Need) -> None: ...
+
+    def cancel(self) -> None: ...
+
+
+class ArServer:
+    """The page's server. `event(kind, body)` is how the stack reports (call it on this loop,
+    e.g. through `post`): ready, note, view_set, decision, guidance, feedback, result."""
+
+    def __init__(self, session: ArSession, stack: Stack, token: str, wall: Callable[[], float] = time.time) -> None:
+        self.session, self.stack, self.token, self.wall = session, stack, token, wall
+        self.clients: set[web.WebSocketResponse] = set()
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self._frames: deque[tuple[float, float]] = deque(maxlen=FRAMES_KEPT)  # (published wall s, captured ms)
+        self._frame_of: dict[str, float] = {}  # view_set_id -> captured ms of the frame it was built from
+        self._decision_s: dict[str, float] = {}
+        self.latencies_ms: list[float] = []
+        self.decisions_s: list[float] = []
+        self.cancelled_at: Optional[float] = None
+        self._last_status = ""
+
+    # -- HTTP --------------------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._token_gate])
+        app.router.add_get("/", self._page)
+        app.router.add_get("/ws", self._socket)
+        app.router.add_get("/stats", self._stats)
+        app.router.add_get("/app.js", self._asset("app.js", "text/javascript"))
+        app.router.add_get("/style.css", self._asset("style.css", "text/css"))
+        app.on_startup.append(self._started)
+        return app
+
+    PUBLIC = ("/app.js", "/style.css")  # code and style only: nothing to stream to, no goal to send
+
+    @web.middleware
+    async def _token_gate(self, request: web.Request, handler: Callable[[web.Request], Awaitable[Any]]) -> Any:
+        if request.path not in self.PUBLIC and not token_ok(self.token, request.query.get("token")):
+            self.session.counts["http.forbidden"] += 1
+            return web.Response(status=403, text="403: this address needs the run's token (the URL `cityseeker ar` "
+                                                 "printed, ?token=...)\n")
+        return await handler(request)
+
+    def _asset(self, name: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def serve(request: web.Request) -> web.Response:
+            return web.Response(body=(STATIC / name).read_bytes(), content_type=content_type,
+                                headers={"Cache-Control": "no-store"})
+        return serve
+
+    async def _page(self, request: web.Request) -> web.Response:
+        return web.Response(body=(STATIC / "index.html").read_bytes(), content_type="text/html",
+                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        """Counters and figures for tests and benchmarks/ar_latency.py (token required)."""
+        return web.json_response({"counts": dict(self.session.counts), "latencies_ms": self.latencies_ms,
+                                  "decisions_s": self.decisions_s, "cpu_s": time.process_time(),
+                                  "waiting": [k for k, _ in self.session.waiting()],
+                                  "clients": len(self.clients), "goal_active": self.session.goal_active})
+
+    async def _started(self, app: web.Application) -> None:
+        self.loop = asyncio.get_running_loop()
+        app["status_task"] = asyncio.create_task(self._status_loop())
+
+    # -- the WebSocket ------------------------------------------------------------------------------
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=WS_HARD_LIMIT, heartbeat=20.0)
+        await ws.prepare(request)
+        self.clients.add(ws)
+        self.session.counts["ws.connected"] += 1
+        await self._send(ws, self._status())
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.BINARY:
+                    await self._on_frame(ws, msg.data)
+                elif msg.type == WSMsgType.TEXT:
+                    await self._on_text(ws, msg.data)
+                elif msg.type == WSMsgType.ERROR:
+                    self.session.counts["message.dropped.ws_error"] += 1
+        finally:
+            self.clients.discard(ws)
+        return ws
+
+    async def _on_frame(self, ws: web.WebSocketResponse, data: bytes) -> None:
+        frame = self.session.frame(data)
+        if frame is None:
+            await self._send(ws, server_message("dropped", what=self.session.last_drop))
+            return
+        now = self.wall()
+        self.stack.frame(frame, now)
+        self._frames.append((now, frame.captured_ms))
+        await self._send(ws, server_message("ack", captured_ms=frame.captured_ms))
+
+    async def _on_text(self, ws: web.WebSocketResponse, text: str) -> None:
+        message = self.session.text(text)
+        if message is None:
+            if self.session.last_coarse:
+                await self._send(ws, self._status())  # a coarse fix: say at once what is awaited
+            else:
+                await self._send(ws, server_message("dropped", what=self.session.last_drop))
+            return
+        if isinstance(message, Fix):
+            self.stack.fix(message, self.wall())
+        elif isinstance(message, Need):
+            refusal = self.session.need(message)
+            if refusal is not None:
+                await self._send(ws, server_message("refused", code=refusal.code, reason=refusal.reason))
+                return
+            self.cancelled_at = None
+            self.stack.seek(message)
+            await self._broadcast(server_message("started", need=message.text.strip()))
+        elif isinstance(message, Cancel):
+            if self.session.goal_active:
+                self.cancelled_at = self.wall()
+                self.stack.cancel()
+                await self._broadcast(server_message("cancelling"))
+        elif isinstance(message, Shown):
+            self.latencies_ms.append(message.latency_ms)
+        elif isinstance(message, Heading):
+            pass  # kept by the session; it goes with the next fix
+
+    # -- the stack's events -------------------------------------------------------------------------
+
+    def post(self, kind: str, body: dict[str, Any]) -> None:
+        """Thread-safe: hand an event from the ROS thread to this loop."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.event(kind, body)))
+
+    async def event(self, kind: str, body: dict[str, Any]) -> None:
+        if kind == "ready":
+            self.session.stack_ready = True
+            await self._broadcast(self._status())
+        elif kind == "note":
+            self.session.stack_note = str(body.get("text", ""))
+        elif kind == "view_set":  # the frame it was built from: the newest published before it
+            self._frame_of[body["view_set_id"]] = self._frame_before(float(body["stamp_s"]))
+        elif kind == "decision":
+            self._decision_s[body["view_set_id"]] = float(body["latency_s"])
+            self.decisions_s.append(float(body["latency_s"]))
+        elif kind == "guidance":
+            if self.cancelled_at is not None or not self.session.goal_active:
+                self.session.counts["guidance.after_end"] += 1  # never shown: the goal is over
+                return
+            vid = body.get("view_set_id", "")
+            self.session.counts["guidance.sent"] += 1
+            await self._broadcast(server_message("guidance", **body, frame_captured_ms=self._frame_of.get(vid),
+                                                 decision_s=self._decision_s.get(vid)))
+        elif kind == "feedback":
+            if self.cancelled_at is None:
+                await self._broadcast(server_message("feedback", **body))
+        elif kind == "result":
+            self.session.ended()
+            if body.get("outcome") == "rejected" and body.get("code") == "not_ready":
+                self.session.stack_ready = False
+            await self._broadcast(server_message("result", **body))
+            await self._broadcast(self._status())
+
+    def _frame_before(self, stamp_s: float) -> Optional[float]:
+        frames = list(self._frames)
+        i = bisect.bisect_right([t for t, _ in frames], stamp_s)
+        return frames[i - 1][1] if i else None
+
+    # -- status ---------------------------------------------------------------------------------------
+
+    def _status(self) -> str:
+        return server_message("status", waiting=[[k, line] for k, line in self.session.waiting()],
+                              goal_active=self.session.goal_active, min_accuracy_m=self.session.min_accuracy_m)
+
+    async def _status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(STATUS_PERIOD_S)
+            status = self._status()
+            if status != self._last_status or self.clients:
+                self._last_status = status
+                await self._broadcast(status)
+
+    async def _broadcast(self, text: str) -> None:
+        for ws in list(self.clients):
+            await self._send(ws, text)
+
+    async def _send(self, ws: web.WebSocketResponse, text: str) -> None:
+        if ws.closed:
+            return
+        try:
+            await ws.send_str(text)
+        except (ConnectionError, RuntimeError):  # the page went away mid-send
+            self.clients.discard(ws)

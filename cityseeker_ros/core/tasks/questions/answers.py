@@ -1,0 +1,189 @@
+"""What a question's answer is and when a given answer counts: the facts of the world a question
+can ask (a sign's name, a building's floors and facade colour, a place's kind, a direction), the
+words each fact may be given in, and the normalised exact match that scores them.
+
+Facts come from the scene alone (`fact`), so the generator, the oracle and anyone checking a task
+file compute the same answer from the same data; the words a fact may be said in (`accepted`) are
+a short, fixed list per fact, written down here rather than left to a model.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+from cityseeker_ros.core.render.palette import GLASS_STYLES, PLASTER_STYLES, facade_style_index, generic_word, \
+    split_class
+from cityseeker_ros.core.render.textures import GROUND_FLOOR_M
+from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
+
+KINDS: tuple[str, ...] = ("name", "floors", "colour", "category", "relation")
+MAX_ANSWER_CHARS = 200  # longer is no answer but an essay (or a model that lost the thread)
+ARTICLES = frozenset({"a", "an", "the"})
+NUMBER_WORDS: dict[str, str] = {w: str(i) for i, w in enumerate((
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"))}
+FLOOR_WORDS = ("floors", "storeys", "stories", "levels")
+CARDINALS: tuple[str, ...] = ("north", "east", "south", "west")  # CityEQA's four relations
+
+# Facade colours by palette index (palette.PLASTER_STYLES then GLASS_STYLES): the name a person
+# would give the wall colour, then the other names that are fair for it. The lists are coarse on
+# purpose: a rendered wall is shaded by the sun, and "beige" against "cream" is no perception error.
+PLASTER_COLOURS: tuple[tuple[str, ...], ...] = (
+    ("beige", "cream", "tan", "light brown"),
+    ("cream", "pale yellow", "light yellow", "yellow", "beige"),
+    ("peach", "light orange", "orange", "apricot", "salmon"),
+    ("terracotta", "red brown", "reddish brown", "brick red", "rust", "brown", "red"),
+    ("grey", "gray", "light grey", "light gray"),
+    ("off white", "white", "light grey", "light gray", "ivory"),
+    ("sand", "tan", "khaki", "beige", "light brown"),
+    ("salmon", "pink", "dusty pink", "light red", "peach"),
+    ("light blue", "pale blue", "blue grey", "blue gray", "light grey", "light gray", "blue"),
+    ("ochre", "mustard", "yellow ochre", "gold", "orange yellow", "yellow"),
+    ("brick red", "red brown", "reddish brown", "terracotta", "rust", "brown", "red"),
+    ("white", "off white", "ivory", "cream"),
+)
+GLASS_COLOURS: tuple[tuple[str, ...], ...] = (
+    ("blue grey glass", "glass", "blue grey", "blue gray", "grey blue", "gray blue", "blue", "grey", "gray"),
+    ("green grey glass", "glass", "green grey", "green gray", "grey green", "blue green", "teal", "grey", "gray"),
+)
+FACADE_COLOURS = PLASTER_COLOURS + GLASS_COLOURS
+assert len(PLASTER_COLOURS) == len(PLASTER_STYLES) and len(GLASS_COLOURS) == len(GLASS_STYLES), \
+    "a facade style without colour names: add them to PLASTER_COLOURS / GLASS_COLOURS"
+
+# Other fair names for a kind of place beyond the sign word and the OSM value ("coffee shop").
+CATEGORY_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "cafe": ("coffee shop", "coffee house", "coffeehouse"),
+    "restaurant": ("eatery",),
+    "fast_food": ("fast food restaurant", "takeaway", "burger restaurant"),
+    "bar": ("pub",), "pub": ("bar",),
+    "convenience": ("convenience store", "corner shop", "minimarket", "mini market"),
+    "supermarket": ("grocery store", "grocery", "grocer"),
+    "pharmacy": ("chemist", "drugstore", "drug store"),
+    "chemist": ("pharmacy", "drugstore", "drug store"),
+    "bank": ("bank branch",), "atm": ("cash machine", "cashpoint"),
+    "hotel": ("inn",), "bakery": ("baker", "bakers"),
+    "bus_stop": ("bus station",), "clothes": ("clothing store", "clothes shop", "clothing shop", "fashion store"),
+    "hairdresser": ("hair salon", "barber", "barbershop"), "books": ("bookshop", "bookstore", "book shop"),
+    "jewelry": ("jeweller", "jeweler", "jewellery shop", "jewelry store"),
+    "optician": ("opticians", "optometrist", "eyewear shop"),
+    "florist": ("flower shop",), "ice_cream": ("ice cream parlour", "ice cream shop", "gelateria"),
+    "dentist": ("dental clinic",), "doctors": ("doctor", "doctors office", "clinic"),
+}
+
+
+def normalise(text: str) -> str:
+    """The form answers are compared in: case folded, accents, punctuation and articles dropped,
+    number words written as digits ("The Café-Bar" -> "cafe bar", "four" -> "4")."""
+    decomposed = unicodedata.normalize("NFKD", str(text).casefold().replace("&", " and "))
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    tokens = re.sub(r"[^\w]+|_", " ", plain).split()
+    return " ".join(NUMBER_WORDS.get(t, t) for t in tokens if t not in ARTICLES)
+
+
+def answer_invalid(answer: Optional[str]) -> bool:
+    """An answer given but unusable: empty (after whitespace) or longer than MAX_ANSWER_CHARS."""
+    return answer is not None and (not str(answer).strip() or len(str(answer)) > MAX_ANSWER_CHARS)
+
+
+def matches(answer: Optional[str], accepted: Iterable[str]) -> bool:
+    """Normalised exact match against any accepted form; an invalid or missing answer never matches."""
+    if answer is None or answer_invalid(answer):
+        return False
+    given = normalise(answer)
+    return bool(given) and any(given == normalise(a) for a in accepted)
+
+
+# --- facts of the scene ----------------------------------------------------------------------------------
+
+
+def storeys_drawn(building: Building) -> Optional[int]:
+    """The storeys a view of `building` shows, or None when they need not equal its levels: the
+    renderer spaces floors by its levels only where that gives a plausible floor height (2.6-4.5 m
+    above a GROUND_FLOOR_M shopfront; render/walls.py), else it draws a default height."""
+    levels, height = int(building.levels or 0), float(building.height_m)
+    if levels < 2 or height <= GROUND_FLOOR_M:
+        return None
+    floor_m = (height - GROUND_FLOOR_M) / (levels - 1)
+    return levels if 2.6 <= floor_m <= 4.5 else None
+
+
+def facade_colours(building: Building) -> tuple[str, ...]:
+    """The facade colour's name first, then the other fair names (palette by Building.style)."""
+    return FACADE_COLOURS[facade_style_index(building.style, building.height_m)]
+
+
+def category_words(poi_class: str) -> tuple[str, ...]:
+    """What kind of place an OSM class is, in words: the renderer's sign word first ("Pharmacy"),
+    then the OSM value and common synonyms."""
+    _, value = split_class(poi_class)
+    words = [generic_word(poi_class).lower(), value.replace("_", " ")]
+    words += CATEGORY_SYNONYMS.get(value, ())
+    return tuple(dict.fromkeys(w for w in words if w))
+
+
+def cardinal(bearing_deg: float) -> str:
+    """The nearest of the four directions CityEQA's questions use."""
+    return CARDINALS[int(((float(bearing_deg) % 360.0) + 45.0) // 90.0) % 4]
+
+
+def relation_words(direction: str) -> tuple[str, ...]:
+    return direction, f"to the {direction}", f"{direction}wards", f"to the {direction} of it"
+
+
+def number_words(n: int) -> tuple[str, ...]:
+    return (str(n),) + tuple(f"{n} {w}" for w in FLOOR_WORDS)
+
+
+def bearing_xy(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Azimuth from a to b in the scene's east/north metres, degrees clockwise from north."""
+    return math.degrees(math.atan2(b[0] - a[0], b[1] - a[1])) % 360.0
+
+
+def fact(scene: Scene, details: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """(the answer, every accepted form) of a question's `details`, computed from the scene by the
+    ids it names, not read from the stored answer. Raises ValueError naming what is missing."""
+    kind = details.get("kind")
+    pois = {p.id: p for p in scene.pois}
+    target = _poi(pois, details, "target_poi")
+    if kind == "name":
+        text = sign_words(target)
+        return text, (text,)
+    if kind == "category":
+        words = category_words(target.poi_class)
+        return words[0], words
+    if kind == "relation":
+        anchor = _poi(pois, details, "anchor_poi")
+        direction = cardinal(bearing_xy(anchor.anchor, target.anchor))
+        return direction, relation_words(direction)
+    building = _building(scene, target)
+    if kind == "floors":
+        storeys = storeys_drawn(building)
+        if storeys is None:
+            raise ValueError(f"building {building.id}: its drawn storeys need not equal its levels")
+        return str(storeys), number_words(storeys)
+    if kind == "colour":
+        words = facade_colours(building)
+        return words[0], words
+    raise ValueError(f"unknown question kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def sign_words(poi: Poi) -> str:
+    """What the target's board says (render/signs.sign_text): its name, else brand, else the kind."""
+    return poi.label.strip() or generic_word(poi.poi_class)
+
+
+def _poi(pois: Mapping[str, Poi], details: Mapping[str, Any], key: str) -> Poi:
+    pid = details.get(key)
+    if pid not in pois:
+        raise ValueError(f"details.{key}: POI {pid!r} is not in the scene")
+    return pois[pid]
+
+
+def _building(scene: Scene, poi: Poi) -> Building:
+    for b in scene.buildings:
+        if b.id == poi.building_id:
+            return b
+    raise ValueError(f"POI {poi.id}: building {poi.building_id!r} is not in the scene")
