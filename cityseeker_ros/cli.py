@@ -647,6 +647,9 @@ def _seek_options(sub: Any) -> None:
     sk.add_argument("--model", help="model path or served model name (shorthand for --param model=...)")
     sk.add_argument("--backend-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                     help="VLM backend parameter (repeatable), e.g. base_url=URL")
+    sk.add_argument("--family", dest="goal_family", default=DEFAULT_FAMILY, metavar="FAMILY",
+                    help="what NEED is: a need (needs, default), a landmark goal (landmarks: '300 m north-east of "
+                    "the cathedral') or a question (questions: the result carries the answer)")
     sk.add_argument("--max-steps", type=int, default=0, metavar="N",
                     help=f"the goal's step budget, 1 to {MAX_BUDGET_STEPS} steps; 0 (the default): the run's "
                     f"budget of {DEFAULT_MAX_STEPS} steps")  # docs/seek.md says it in these words
@@ -712,7 +715,7 @@ def cmd_seek(args: argparse.Namespace) -> int:
     try:
         return launcher.run_seek(seek_run_config(args), args.need, max_steps=args.max_steps, preempt=args.preempt,
                                  start=args.start, result_file=args.result, timeout_s=args.timeout,
-                                 domain_id=args.domain_id)
+                                 domain_id=args.domain_id, family=args.goal_family)
     except KeyboardInterrupt:
         print("cityseeker: interrupted; every process the seek started is stopped", file=sys.stderr)
         return 130

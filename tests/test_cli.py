@@ -63,7 +63,7 @@ def test_bad_config_keys_and_types(tiny_city, tmp_path, capsys):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("polcy: random\n")
     assert main(["benchmark", "--config", str(cfg)]) == 2
-    assert "unknown option(s) polcy; known: data, dataset, policy" in capsys.readouterr().err
+    assert "unknown option(s) polcy; known: data, dataset, family, policy" in capsys.readouterr().err
     cfg.write_text(f"data: {tiny_city}\npolicy: random\nout: {tmp_path / 'o'}\nmax-steps: many\n")
     assert main(["benchmark", "--config", str(cfg)]) == 2
     assert "--max-steps must be an integer, got 'many'" in capsys.readouterr().err
@@ -251,7 +251,7 @@ def test_compare_prints_runs_side_by_side_and_refuses_other_episodes(tiny_city, 
 SEEK_OPTIONS = {"-h", "--help", "--world", "--policy", "--param", "--backend", "--model", "--backend-param",
                 "--max-steps", "--start", "--source", "--source-param", "--walker", "--fix-topic", "--safety-config",
                 "--decision-timeout-s", "--preempt", "--result", "--timeout", "--domain-id", "--out", "--vehicle",
-                "--link-param", "--estop-action"}
+                "--link-param", "--estop-action", "--family"}
 REFUSED_AT_ONCE_S = 1.0  # a goal the server would reject: no file is read
 REFUSED_WITHIN_S = 2.0  # a configuration error: the world is loaded (Monaco: about 0.6 s), the policy made
 

@@ -333,7 +333,7 @@ def test_the_four_launch_files_exist():  # and seek.launch.py (tests/ros/test_se
 def test_an_unknown_launch_argument_stops_the_launch_listing_the_known(tmp_path):
     _, arguments, _ = cases(tmp_path / "data", tmp_path / "out")["benchmark-defaults"]
     with pytest.raises(ConfigError, match=r"unknown launch argument\(s\) dtw_threshold for benchmark.launch.py; "
-                                          r"known: data, dataset, out, policy, .*dtw_threshold_m"):
+                                          r"known: data, dataset, family, out, policy, .*dtw_threshold_m"):
         launched(LAUNCH / "benchmark.launch.py", {**arguments, "dtw_threshold": "30"})
 
 

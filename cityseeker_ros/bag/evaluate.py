@@ -105,7 +105,7 @@ def episode_record(world: World, episode: Episode, msg: EpisodeMsg, *, max_steps
     if not path or unknown:
         raise ConfigError(f"episode {episode.episode_id}: recorded path has nodes not in {world.city}: "
                           f"{unknown[:3] or '(empty path)'}")
-    trajectory = Trajectory(path, list(msg.actions), EndReason(msg.end_reason), msg.error)
+    trajectory = Trajectory(path, list(msg.actions), EndReason(msg.end_reason), msg.error, msg.answer)
     return core_episode_record(world, episode, msg.task.seed, trajectory, [], max_steps=max_steps,
                                dtw_threshold_m=dtw_threshold_m, extras={"round": msg.task.round, "run": msg.task.run})
 

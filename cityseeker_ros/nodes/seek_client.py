@@ -34,7 +34,7 @@ from cityseeker_interfaces.action import Seek
 from cityseeker_ros.ros.seek_outcome import EXIT_ERROR, SeekOutcome, SeekStep, exit_code, write_json
 
 OUTCOMES = {Seek.Result.FOUND: "found", Seek.Result.BUDGET: "budget", Seek.Result.CANCELLED: "cancelled",
-            Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected"}
+            Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected", Seek.Result.ANSWERED: "answered"}
 STATUSES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED: "aborted",
             GoalStatus.STATUS_CANCELED: "canceled"}
 ACTIONS = {0: "move", 1: "stop", 2: "back"}  # AgentAction kinds
@@ -67,9 +67,11 @@ def step_of(msg: Any) -> SeekStep:
 
 
 def outcome_of(status: int, msg: Any, feedback: list[SeekStep]) -> SeekOutcome:
+    view = msg.answer_view
     return SeekOutcome(STATUSES.get(status, str(status)), OUTCOMES.get(msg.outcome, str(msg.outcome)), msg.code,
                        msg.reason, msg.node, _number(msg.position.latitude), _number(msg.position.longitude),
-                       list(msg.path), msg.steps, msg.distance_m, feedback)
+                       list(msg.path), msg.steps, msg.distance_m, feedback, answer=msg.answer or None,
+                       answer_view=([view.index, view.heading_deg, view.relative] if view.index >= 0 else None))
 
 
 class Seeker:
@@ -112,10 +114,12 @@ class Seeker:
                     raise SeekError(f"{self.server} answered no goal within {timeout_s:g} s") from None
 
     def start(self, need: str, max_steps: int = 0, preempt: bool = False,
-              feedback: Optional[Callable[[SeekStep], None]] = None, timeout_s: float = 10.0) -> None:
-        """Send the goal and wait until the server took it (a refusal then comes as the result)."""
+              feedback: Optional[Callable[[SeekStep], None]] = None, timeout_s: float = 10.0,
+              family: str = "") -> None:
+        """Send the goal and wait until the server took it (a refusal then comes as the result).
+        `family`: a landmark goal or a question instead of a need ('' or needs: a need)."""
         self._feedback, self._on_feedback, self._result = [], feedback, None
-        goal = Seek.Goal(need=need, max_steps=int(max_steps), preempt=bool(preempt))
+        goal = Seek.Goal(need=need, max_steps=int(max_steps), preempt=bool(preempt), family=family)
         sent = self.client.send_goal_async(goal, feedback_callback=self._feedback_callback)
         self._spin_until(sent, timeout_s, "the goal's acceptance")
         self._handle = sent.result()
@@ -159,13 +163,13 @@ class Seeker:
 
     def seek(self, need: str, max_steps: int = 0, preempt: bool = False,
              feedback: Optional[Callable[[SeekStep], None]] = None, timeout_s: Optional[float] = None,
-             ready_timeout_s: float = 120.0) -> SeekOutcome:
+             ready_timeout_s: float = 120.0, family: str = "") -> SeekOutcome:
         """Send the goal and block until it ends. A server still starting (its decision node
         not active yet) refuses with `not_ready`: the goal is sent again until `ready_timeout_s`."""
         deadline = time.monotonic() + ready_timeout_s
         self.wait_until_ready(ready_timeout_s)
         while True:
-            self.start(need, max_steps, preempt, feedback)
+            self.start(need, max_steps, preempt, feedback, family=family)
             outcome = self.result(timeout_s)
             if not (outcome.rejected and outcome.code == NOT_READY) or time.monotonic() > deadline:
                 return outcome
@@ -206,6 +210,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("need", help="the need in words, e.g. 'I am thirsty'")
     parser.add_argument("--max-steps", type=int, default=0, help="step budget (0: the server's)")
     parser.add_argument("--preempt", action="store_true", help="replace an active goal")
+    parser.add_argument("--family", default="", help="task family of the goal: needs (default), landmarks or "
+                        "questions")
     parser.add_argument("--server", default="/supervisor/seek", help="the Seek action (default /supervisor/seek)")
     parser.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the server")
     parser.add_argument("--timeout", type=float, help="seconds to wait for the result (default: none)")
@@ -217,7 +223,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             outcome = seeker.seek(args.need, args.max_steps, args.preempt,
                                   feedback=lambda s: print(s.line(), flush=True), timeout_s=args.timeout,
-                                  ready_timeout_s=args.wait)
+                                  ready_timeout_s=args.wait, family=args.family)
         except (KeyboardInterrupt, Stopped) as stop:  # the vehicle holds: cancel, then report how it ended
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop is enough; the starter kills if it must
             if not seeker.sent:  # nothing to cancel (e.g. the node set stopped while starting)

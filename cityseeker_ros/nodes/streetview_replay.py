@@ -284,7 +284,7 @@ class StreetviewReplayNode(Node):
             msg.map_origin = MapOrigin(lat=world.graph.frame.lat0, lon=world.graph.frame.lon0)
             if status == "ended":
                 episode = env.episode
-                msg.end_reason, msg.error = traj.end_reason.value, traj.error
+                msg.end_reason, msg.error, msg.answer = traj.end_reason.value, traj.error, traj.answer
                 family = family_of(episode)
                 msg.solvable = world.solvable(episode, family.budget(episode, self._max_steps))
                 msg.metrics = family.score(world, episode, traj, msg.solvable, dtw_threshold_m=self._dtw_threshold_m)

@@ -208,7 +208,8 @@ class SupervisorNode(Node):
         task, trajectory = episode.task, None
         if episode.status == "ended" and episode.end_reason is not None:
             trajectory = Trajectory(path=list(episode.path), headings=list(episode.actions),
-                                    end_reason=EndReason(episode.end_reason), error=episode.error)
+                                    end_reason=EndReason(episode.end_reason), error=episode.error,
+                                    answer=episode.answer)
         self._loop.world_episode(WorldEpisode(task.run if task else None, task.episode_id if task else None,
                                               task.seed if task else None, trajectory))
 

@@ -28,7 +28,7 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from cityseeker_interfaces.action import RunEpisode, Seek
-from cityseeker_interfaces.msg import AgentAction, GeoPoint, Metric, Outcome
+from cityseeker_interfaces.msg import AgentAction, GeoPoint, Metric, Outcome, View
 from cityseeker_interfaces.msg import Episode as EpisodeMsg
 from cityseeker_ros.core.loop.episode_server import EpisodeServerLoop, EpisodeStep
 from cityseeker_ros.core.loop.live_loop import LiveLoop
@@ -38,11 +38,13 @@ from cityseeker_ros.core.loop.served import ForwardingOutputs
 from cityseeker_ros.core.loop.state_machine import EpisodeLoop
 from cityseeker_ros.core.loop.view_set import EpisodeBrief
 from cityseeker_ros.core.tasks.environment import Action
-from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, Episode, World
+from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.ros import qos, typed
 
 ESTOP_TOPIC = "/estop"  # std_msgs/Bool, as the vehicle bridges hear it
-OUTCOME_OF = {"stopped": Seek.Result.FOUND, "budget": Seek.Result.BUDGET, "cancelled": Seek.Result.CANCELLED}
+OUTCOME_OF = {"stopped": Seek.Result.FOUND, "budget": Seek.Result.BUDGET, "cancelled": Seek.Result.CANCELLED,
+              "answered": Seek.Result.ANSWERED}
 
 
 # -- messages -------------------------------------------------------------------------------------
@@ -82,7 +84,9 @@ def seek_result(result: SeekResult, world: World, position: tuple[float, float])
         outcome=OUTCOME_OF.get(result.outcome, Seek.Result.FAILED), code=result.outcome, node=result.node,
         position=geo(lat, lon), path=list(result.path),
         path_geo=[geo(nodes[n].lat, nodes[n].lon) for n in result.path], steps=result.steps,
-        distance_m=float(result.distance_m), reason=result.message)
+        distance_m=float(result.distance_m), reason=result.message, answer=result.answer or "",
+        answer_view=(View(index=result.answer_view[0], heading_deg=float(result.answer_view[1]),
+                          relative=result.answer_view[2]) if result.answer_view is not None else View(index=-1)))
 
 
 def rejected_seek(code: str, reason: str) -> Seek.Result:
@@ -109,9 +113,10 @@ def episode_result(record: dict[str, Any], world: World, episode: Episode, round
                      path_geo=[geo(nodes[n].lat, nodes[n].lon) for n in record["path"]],
                      solvable=(EpisodeMsg.SOLVABLE_UNKNOWN if solvable is None else
                                EpisodeMsg.SOLVABLE_YES if solvable else EpisodeMsg.SOLVABLE_NO),
-                     metrics=metrics)
+                     metrics=metrics, answer=str(record.get("answer") or ""))
+    success = float(record.get("metrics", {}).get(family_of_record(record).success_metric, 0)) >= 100
     outcome = Outcome(index=0, total=1, episode_id=episode.episode_id, seed=int(record["seed"]), round=round,
-                      end_reason=record["end_reason"], success=float(record.get("metrics", {}).get("tcp50", 0)) >= 100,
+                      end_reason=record["end_reason"], success=success,
                       metrics=metrics, record_json=json.dumps(record))
     return RunEpisode.Result(episode=msg, outcome=outcome)
 
@@ -173,7 +178,8 @@ class SeekServer:
             goal_handle.canceled()
             return Seek.Result(outcome=Seek.Result.CANCELLED, code="cancelled", position=geo(math.nan, math.nan),
                                reason="cancelled before it started")
-        answer = self.session.submit_from_fix(SeekRequest(goal.need, goal.max_steps, goal.preempt))
+        answer = self.session.submit_from_fix(SeekRequest(goal.need, goal.max_steps, goal.preempt,
+                                                          goal.family or DEFAULT_FAMILY))
         if not answer.accepted or answer.goal_id is None:
             return self._reject(goal_handle, answer.code, answer.reason)
         future = Future()
@@ -188,7 +194,7 @@ class SeekServer:
         msg = seek_result(result, self.session.world, self.session.where_ended(result))
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
-        elif msg.outcome in (Seek.Result.FOUND, Seek.Result.BUDGET):
+        elif msg.outcome in (Seek.Result.FOUND, Seek.Result.BUDGET, Seek.Result.ANSWERED):
             goal_handle.succeed()
         else:  # preempted, stalled, e-stop, a failed decision
             goal_handle.abort()

@@ -28,7 +28,8 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.seek import SeekRequest, check_request
 from cityseeker_ros.core.sensing.camera import FRAME_SOURCES, make_frame_source
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser
-from cityseeker_ros.core.tasks.episode import World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
+from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets, vehicle_link
 from cityseeker_ros.ros.run_config import RunConfig, checked
@@ -65,7 +66,8 @@ class EpisodeLog:
         return records
 
 
-ENDINGS = {"stopped": "stopped", "budget_exhausted": "budget spent", "invalid_action": "ended by invalid actions",
+ENDINGS = {"stopped": "stopped", "answered": "answered", "budget_exhausted": "budget spent",
+           "invalid_action": "ended by invalid actions",
            "error": "ended by an error"}
 
 
@@ -73,12 +75,12 @@ def progress_line(record: dict[str, Any], index: int, total: int) -> str:
     """`episode 3/12 <id> seed 0: budget spent after 35 steps, 12 m from the target: success (within
     50 m)` for a finished task. Success is TCP@50 (the final node within 50 m of the target), so a
     run out of budget can succeed; the line says both, in words that cannot be read as one."""
-    metrics = record.get("metrics", {})
-    reached = float(metrics.get("tcp50", 0.0)) >= 100.0
+    metrics, family = record.get("metrics", {}), family_of_record(record)
+    reached = float(metrics.get(family.success_metric, 0.0)) >= 100.0
     ending = ENDINGS.get(record["end_reason"], str(record["end_reason"]))
     where = f", {float(metrics['spd']):.0f} m from the target" if metrics.get("spd") is not None else ""
     line = (f"episode {index}/{total} {record['episode_id']} seed {record['seed']}: {ending} after "
-            f"{record['steps']} steps{where}: {'success (within 50 m)' if reached else 'not reached'}")
+            f"{record['steps']} steps{where}: {f'success ({family.success_words})' if reached else 'not reached'}")
     return line + (f" ({' '.join(str(record['error']).split())[:200]})" if record.get("error") else "")
 
 
@@ -242,14 +244,14 @@ class SeekPlan:
 
 
 def plan_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False,
-              start: Optional[str] = None) -> SeekPlan | SeekOutcome:
+              start: Optional[str] = None, family: str = DEFAULT_FAMILY) -> SeekPlan | SeekOutcome:
     """Everything `cityseeker seek` can check before it starts a process. First the goal, as the
     server would (core.loop.seek.check_request): a bad need or budget is the server's rejection,
     returned. Then the configuration, each error a ConfigError naming what was given: the run's
     settings (policy name, walker, safety file), the world folder and that it loads, where the
     simulated walker starts, the policy's parameters, the frame source and its parameters.
     `max_steps` 0: the run's budget; `start`: a node id or "LAT,LON" (--start)."""
-    request = SeekRequest(need, max_steps, preempt)
+    request = SeekRequest(need, max_steps, preempt, family)
     refused = check_request(request, run.benchmark.max_steps)
     if refused is not None:
         return rejection(refused.code, refused.reason)
@@ -350,14 +352,14 @@ def _check_seek_policy(name: str, params: dict[str, Any]) -> None:
 
 def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False, start: Optional[str] = None,
              result_file: Optional[Path] = None, timeout_s: Optional[float] = None,
-             domain_id: Optional[int] = None) -> int:
+             domain_id: Optional[int] = None, family: str = DEFAULT_FAMILY) -> int:
     """`cityseeker seek`: check everything that can be checked (plan_seek), then start the camera
     node set serving Seek goals, send one goal through nodes/seek_client.py in its own ROS process
     (its feedback and result go to this terminal), stop everything started; the exit code
     (ros/seek_outcome.py). A goal refused by the checks is printed as the server's rejection, and
     nothing starts. Node logs go to OUT/ros (`run.out`), else to a temporary folder that is
     removed at the end, unless the run ended in an error (exit 2): it is kept and named then."""
-    plan = plan_seek(run, need, max_steps=max_steps, preempt=preempt, start=start)
+    plan = plan_seek(run, need, max_steps=max_steps, preempt=preempt, start=start, family=family)
     if isinstance(plan, SeekOutcome):
         print(f"result: {plan.line()}", flush=True)
         if result_file is not None:
@@ -386,7 +388,8 @@ def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = F
 def _seek(plan: SeekPlan, logs: Path, temporary: bool, max_steps: int, result_file: Optional[Path],
           timeout_s: Optional[float], domain_id: Optional[int]) -> int:
     request = plan.request
-    client_args = [request.need, "--max-steps", str(max_steps)] + (["--preempt"] if request.preempt else [])
+    client_args = [request.need, "--max-steps", str(max_steps), "--family", request.family] + (
+        ["--preempt"] if request.preempt else [])
     if result_file is not None:
         client_args += ["--json", str(result_file)]
     where = "a temporary folder (kept only if the run fails; --out DIR keeps them)" if temporary else str(logs)

@@ -41,20 +41,29 @@ VERSION = 1
 
 # -- core values in their JSON form ------------------------------------------------------------
 
-_ACTION_KEYS = {"kind", "index", "back_to"}
+_ACTION_KEYS = {"kind", "index", "back_to", "answer"}
 
 
 def action_as_dict(action: Action) -> dict[str, Any]:
-    return {"kind": action.kind, "index": action.index, "back_to": action.back_to}
+    """The JSON form; `answer` appears only on an answer, so moves and stops read as before."""
+    out = {"kind": action.kind, "index": action.index, "back_to": action.back_to}
+    return out | ({"answer": action.answer} if action.answer is not None else {})
 
 
 def action_from_dict(value: Any) -> Action:
-    """core Action from {"kind": "move"|"stop"|"back", "index", "back_to"} (an Action passes)."""
+    """core Action from {"kind": "move"|"stop"|"back"|"answer", "index", "back_to", "answer"} (an
+    Action passes)."""
     if isinstance(value, Action):
         return value
     if not isinstance(value, dict) or not set(value) <= _ACTION_KEYS:
         raise ValueError(f"an action is an object with keys {', '.join(sorted(_ACTION_KEYS))}")
-    kind, index, back_to = value.get("kind"), value.get("index"), value.get("back_to")
+    kind, index, back_to, answer = value.get("kind"), value.get("index"), value.get("back_to"), value.get("answer")
+    if kind == "answer":
+        if not isinstance(answer, str) or index is not None or back_to is not None:
+            raise ValueError("an answer names its text and nothing else")
+        return Action(answer=answer)
+    if answer is not None:
+        raise ValueError("only an answer action carries an answer")
     if kind == "move" and (index is None or back_to is not None):
         raise ValueError("a move names a view index and nothing else")
     if kind == "back" and (back_to is None or index is not None):
@@ -62,7 +71,7 @@ def action_from_dict(value: Any) -> Action:
     if kind == "stop" and (index is not None or back_to is not None):
         raise ValueError("stop takes no index and no node")
     if kind not in ("move", "stop", "back"):
-        raise ValueError(f"action kind must be move, stop or back, got {kind!r}")
+        raise ValueError(f"action kind must be move, stop, back or answer, got {kind!r}")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int)):
         raise ValueError(f"a move's index is an integer, got {index!r}")
     return Action(index=index, back_to=back_to)
@@ -260,6 +269,7 @@ class EpisodeMsg(Record):
     solvable: Optional[bool] = None
     metrics: Optional[dict[str, float]] = None
     map_origin: Optional[MapOrigin] = None
+    answer: Optional[str] = None  # an episode ended by answer(text): the text
 
 
 class CommandMsg(Record):

@@ -22,7 +22,8 @@ from typing import Optional
 # (no server, a node that failed, a bad configuration), the goal was rejected.
 EXIT_SUCCEEDED, EXIT_ENDED, EXIT_ERROR, EXIT_REJECTED = 0, 1, 2, 3
 REJECTED_STATUS = "aborted"  # how the server ends a refused goal (rclpy's REJECT carries no reason)
-ENDINGS = {"found": "arrived", "budget": "budget spent", "cancelled": "cancelled", "failed": "failed"}
+ENDINGS = {"found": "arrived", "answered": "answered", "budget": "budget spent", "cancelled": "cancelled",
+           "failed": "failed"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ class SeekOutcome:
     steps: int
     distance_m: float
     feedback: list[SeekStep] = field(default_factory=list)
+    answer: Optional[str] = None  # a question's answer
+    answer_view: Optional[list] = None  # [index, heading_deg, relative] of the view it was read from
 
     @property
     def rejected(self) -> bool:
@@ -92,7 +95,7 @@ def rejection(code: str, reason: str) -> SeekOutcome:
 def exit_code(outcome: SeekOutcome) -> int:
     if outcome.rejected:
         return EXIT_REJECTED
-    return EXIT_SUCCEEDED if outcome.outcome in ("found", "budget") else EXIT_ENDED
+    return EXIT_SUCCEEDED if outcome.outcome in ("found", "answered", "budget") else EXIT_ENDED
 
 
 def write_json(outcome: SeekOutcome, path: Path | str) -> None:

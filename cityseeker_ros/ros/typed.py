@@ -37,6 +37,8 @@ from cityseeker_ros.core.loop.view_set import Answer, EpisodeBrief, PanoramaEntr
 from cityseeker_ros.core.sensing.localisation import Localisation, LocalisationStatus, WalkableHeading
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import Action
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
+from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.core.vehicles.bridge import LINK_ERROR, BridgeStatus
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Velocity
 from cityseeker_ros.ros.schema import ActionMsg, CommandMsg, EpisodeMsg, MapOrigin, OutcomeMsg
@@ -92,16 +94,23 @@ def task_to_ros(task: EpisodeBrief) -> ci.Task:
     return ci.Task(episode_id=_text(task.episode_id), city=_text(task.city), category=_text(task.category),
                    difficulty=_text(task.difficulty), instruction=_text(task.instruction),
                    request=_text(task.request), start=_text(task.start), seed=int(task.seed),
-                   round=int(task.round), run=int(task.run))
+                   round=int(task.round), run=int(task.run),
+                   family="" if task.family == DEFAULT_FAMILY else _text(task.family), budget=int(task.budget or 0),
+                   details=_json(task.details) if task.details else "")
 
 
 def task_from_ros(msg: ci.Task) -> EpisodeBrief:
+    details = json.loads(msg.details) if msg.details else {}
+    if not isinstance(details, dict):
+        raise ValueError(f"Task.details must be a JSON object, got {msg.details[:80]!r}")
     return EpisodeBrief(episode_id=msg.episode_id, city=msg.city, category=msg.category, difficulty=msg.difficulty,
-                instruction=msg.instruction, request=msg.request, start=msg.start, seed=msg.seed,
-                round=msg.round, run=msg.run)
+                        instruction=msg.instruction, request=msg.request, start=msg.start, seed=msg.seed,
+                        round=msg.round, run=msg.run, family=msg.family or DEFAULT_FAMILY,
+                        budget=msg.budget or None, details=details)
 
 
-_KINDS = {"move": ci.AgentAction.MOVE, "stop": ci.AgentAction.STOP, "back": ci.AgentAction.BACK}
+_KINDS = {"move": ci.AgentAction.MOVE, "stop": ci.AgentAction.STOP, "back": ci.AgentAction.BACK,
+          "answer": ci.AgentAction.ANSWER}
 _KIND_NAMES = {v: k for k, v in _KINDS.items()}
 
 
@@ -109,14 +118,16 @@ def action_to_ros(action: Optional[Action]) -> ci.AgentAction:
     if action is None:
         return ci.AgentAction(kind=ci.AgentAction.STOP, index=-1)
     return ci.AgentAction(kind=_KINDS[action.kind], index=action.index if action.index is not None else -1,
-                          back_to=_text(action.back_to))
+                          back_to=_text(action.back_to), answer=_text(action.answer))
 
 
 def action_from_ros(msg: ci.AgentAction) -> Action:
     """ValueError for an unknown kind or an inconsistent action."""
     kind = _KIND_NAMES.get(msg.kind)
     if kind is None:
-        raise ValueError(f"AgentAction.kind must be MOVE, STOP or BACK, got {msg.kind}")
+        raise ValueError(f"AgentAction.kind must be MOVE, STOP, BACK or ANSWER, got {msg.kind}")
+    if kind == "answer":
+        return Action(answer=msg.answer)
     if kind == "move" and msg.index < 0:
         raise ValueError(f"AgentAction.index of a MOVE must be a view index >= 0, got {msg.index}")
     if kind == "back" and not msg.back_to:
@@ -219,7 +230,8 @@ def episode_to_ros(episode: EpisodeMsg, stamp: Optional[Stamp] = None) -> ci.Epi
                      path=list(episode.path), actions=[_step_action(a) for a in episode.actions],
                      steps=episode.steps, end_reason=_text(episode.end_reason), error=_text(episode.error),
                      path_geo=[_geo(p[0], p[1]) for p in episode.path_latlon], solvable=_SOLVABLE[episode.solvable],
-                     metrics=_metrics(episode.metrics), has_map_origin=episode.map_origin is not None)
+                     metrics=_metrics(episode.metrics), has_map_origin=episode.map_origin is not None,
+                     answer=_text(episode.answer))
     if episode.task is not None:
         msg.task = task_to_ros(episode.task)
     if episode.map_origin is not None:
@@ -238,7 +250,8 @@ def episode_from_ros(msg: ci.Episode) -> EpisodeMsg:
                       solvable=_SOLVABLE_VALUES.get(msg.solvable),
                       metrics={m.name: m.value for m in msg.metrics} if status == "ended" and msg.metrics else None,
                       map_origin=(MapOrigin(lat=msg.map_origin.latitude, lon=msg.map_origin.longitude)
-                                  if msg.has_map_origin else None))
+                                  if msg.has_map_origin else None),
+                      answer=text_or_none(msg.answer))
 
 
 def outcome_to_ros(outcome: OutcomeMsg) -> ci.Outcome:
@@ -246,7 +259,8 @@ def outcome_to_ros(outcome: OutcomeMsg) -> ci.Outcome:
     metrics = record.get("metrics") or {}
     return ci.Outcome(index=outcome.index, total=outcome.total, episode_id=_text(str(record.get("episode_id", ""))),
                       seed=int(record.get("seed", 0)), round=len(record.get("rounds") or []),
-                      end_reason=_text(record.get("end_reason")), success=float(metrics.get("tce", 0.0)) >= 1.0,
+                      end_reason=_text(record.get("end_reason")),
+                      success=float(metrics.get(family_of_record(record).success_metric, 0.0)) >= 100.0,
                       metrics=_metrics(metrics), record_json=_json(record))
 
 

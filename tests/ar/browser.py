@@ -139,8 +139,10 @@ class Page:
             raise RuntimeError(f"{method}: {body['error']}")
         return body.get("result", {})
 
-    async def js(self, expression: str) -> Any:
-        result = await self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+    async def js(self, expression: str, gesture: bool = False) -> Any:
+        """`gesture`: as if the user tapped (what a permission request needs)."""
+        result = await self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True,
+                                 userGesture=gesture)
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")

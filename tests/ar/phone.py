@@ -133,12 +133,16 @@ async def heading(page: Page, heading_deg: float) -> None:
 
 
 async def open_phone(browser: Browser, trial: Trial, lat: float, lon: float, heading_deg: float,
-                     accuracy_m: float = 4.0, query: str = "") -> Page:
-    """A tab with geolocation allowed at (lat, lon), the page open and the compass set."""
+                     accuracy_m: float = 4.0, query: str = "", camera: bool = True) -> Page:
+    """A tab with geolocation (and the camera, unless `camera` is False) allowed at (lat, lon), the
+    page open and the compass set."""
     page = await browser.page()
-    await page.grant(trial.origin, "geolocation")
+    await page.grant(trial.origin, "geolocation", "sensors", *(("videoCapture",) if camera else ()))
     await page.position(lat, lon, accuracy_m)
     await page.open(trial.url + query)
+    if await page.js("!document.getElementById('orientation-permission').hidden"):  # the page asks: tap
+        await page.js("document.getElementById('orientation-permission').click(); true", gesture=True)
+        await page.wait_for("document.getElementById('orientation-permission').hidden", 10)
     await heading(page, heading_deg)
     return page
 
@@ -164,7 +168,12 @@ async def ar_state(page: Page) -> dict[str, Any]:
 
 async def wait_ready_page(page: Page, timeout_s: float = 60.0) -> None:
     """Until the page waits for nothing (server, camera, fix, heading)."""
-    await page.wait_for("[...document.querySelectorAll('#waiting li')].every(li => li.hidden)", timeout_s)
+    try:
+        await page.wait_for("[...document.querySelectorAll('#waiting li')].every(li => li.hidden)", timeout_s)
+    except TimeoutError:
+        waits = await page.js("[...document.querySelectorAll('#waiting li')].filter(li => !li.hidden)"
+                              ".map(li => li.textContent).join('; ')")
+        raise TimeoutError(f"the page still waits after {timeout_s:g} s: {waits}; {await ar_state(page)}") from None
 
 
 async def seek(page: Page, need: str) -> None:

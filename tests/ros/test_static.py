@@ -94,7 +94,7 @@ def test_a_parameter_no_node_declares_is_refused_listing_the_known():
 
     declared = {"data", "use_sim_time"}
     with pytest.raises(ConfigError, match=r"^graph_localiser: unknown parameter\(s\) dtw_threshold, snap_radius; "
-                                          r"known: data, dataset, city, "):
+                                          r"known: data, dataset, family, city, "):
         unknown_parameters("graph_localiser", {"data": 1, "use_sim_time": 0, "snap_radius": 3, "dtw_threshold": 5,
                                                "qos_overrides./fix.subscription.depth": 1},
                            declared.__contains__, GRAPH_LOCALISER)

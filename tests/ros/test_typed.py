@@ -125,12 +125,12 @@ def test_episode_states_round_trip(tiny_world):
 
 
 def test_outcomes_carry_the_record_and_its_headline_fields():
-    record = {"episode_id": "e1", "seed": 7, "end_reason": "stopped", "metrics": {"tce": 1.0, "spl": 0.5},
+    record = {"episode_id": "e1", "seed": 7, "end_reason": "stopped", "metrics": {"tcp50": 100.0, "spl": 0.5},
               "rounds": [{"round": 0}], "decisions": [{"raw": ["go"]}]}
     outcome = OutcomeMsg(index=2, total=5, record=record)
     msg = typed.to_ros(outcome)
     assert (msg.episode_id, msg.seed, msg.round, msg.success, msg.end_reason) == ("e1", 7, 1, True, "stopped")
-    assert {m.name: m.value for m in msg.metrics} == {"tce": 1.0, "spl": 0.5}
+    assert {m.name: m.value for m in msg.metrics} == {"tcp50": 100.0, "spl": 0.5}
     assert wire(outcome) == outcome
 
 

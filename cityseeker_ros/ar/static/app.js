@@ -7,6 +7,7 @@ const token = new URLSearchParams(location.search).get("token") || "";
 const FPS_MAX = 5, FPS_MIN = 1;        // frames a second, adapted to the link by acknowledgements
 const FIX_REPEAT_MS = 1000;            // the latest fix again each second: the stack knows we are here
 const FIX_MAX_AGE_MS = 30000;          // ... while it is younger than this
+const FIX_REFRESH_MS = 4000;           // older than this: ask the receiver again
 const state = {
   ws: null, connected: false, heading: null, headingAbsolute: false, fix: null,
   cameraOk: false, inFlight: false, lastSentAt: 0, rttMs: 400, waiting: [],
@@ -21,7 +22,12 @@ function connect() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const ws = new WebSocket(`${scheme}://${location.host}/ws?token=${encodeURIComponent(token)}`);
   ws.binaryType = "arraybuffer";
-  ws.onopen = () => { state.connected = true; state.inFlight = false; render(); };
+  ws.onopen = () => {
+    state.connected = true; state.inFlight = false;
+    if (state.heading !== null) send({ type: "heading", heading_deg: state.heading });
+    if (state.fix) sendFix();
+    render();
+  };
   ws.onclose = () => { state.connected = false; render(); setTimeout(connect, 1500); };
   ws.onmessage = (e) => onMessage(JSON.parse(e.data));
   state.ws = ws;
@@ -105,14 +111,22 @@ function grabAndSend(captured) {
 // -- position and heading ----------------------------------------------------------------------
 function startGeolocation() {
   if (!navigator.geolocation) { state.fixError = "this browser gives no location"; render(); return; }
-  navigator.geolocation.watchPosition((pos) => {
+  const options = { enableHighAccuracy: true, maximumAge: 0, timeout: 30000 };
+  const onPosition = (pos) => {
     state.fix = { lat: pos.coords.latitude, lon: pos.coords.longitude, accuracy_m: pos.coords.accuracy,
                   at: Date.now() };
     state.fixError = "";
     sendFix();
-  }, (err) => { state.fixError = `location: ${err.message || err.code}`; render(); },
-  { enableHighAccuracy: true, maximumAge: 0, timeout: 30000 });
-  setInterval(() => { if (state.fix && Date.now() - state.fix.at < FIX_MAX_AGE_MS) sendFix(); }, FIX_REPEAT_MS);
+  };
+  const onError = (err) => { state.fixError = `location: ${err.message || err.code}`; render(); };
+  navigator.geolocation.watchPosition(onPosition, onError, options);
+  // A phone standing still may get no new watch callback: ask again when the last is a few seconds
+  // old, and repeat the latest fix each second while it is younger than FIX_MAX_AGE_MS.
+  setInterval(() => {
+    if (!state.fix || Date.now() - state.fix.at > FIX_REFRESH_MS)
+      navigator.geolocation.getCurrentPosition(onPosition, onError, options);
+    else if (Date.now() - state.fix.at < FIX_MAX_AGE_MS) sendFix();
+  }, FIX_REPEAT_MS);
 }
 
 function sendFix() {

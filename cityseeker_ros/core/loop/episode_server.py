@@ -124,6 +124,6 @@ class EpisodeServerLoop(ReplayLoop):
             self._walked.append(after)
         latency = self.clock() - self._asked_at if self._asked_at is not None else 0.0
         steps_left = view_set.observation.steps_left
-        taken = 0 if action.is_stop else 1  # a stop is a decision, not a step
+        taken = 0 if action.is_stop or action.answer is not None else 1  # a stop is a decision, not a step
         self.on_step(EpisodeStep(view_set.step + taken, max(0, steps_left - taken), after, action, reason,
                                  path_length_m(world.graph, self._walked), latency))

@@ -7,7 +7,7 @@ eight-way label of core.streets.directions, the distance to the next node and th
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Optional
 
 from cityseeker_ros.core.infra.errors import ConfigError
@@ -106,6 +106,9 @@ def guide_action(graph: StreetGraph, node: str, action: Action, device_heading_d
     walkable heading `action.index`, and its next node is where the action model's move leads."""
     if action.is_stop:
         return guide(graph, node, "stop", reason=reason, confidence=confidence)
+    if action.answer is not None:  # a question answered: the person hears the answer where they stand
+        said = guide(graph, node, "stop", reason=reason, confidence=confidence)
+        return replace(said, text=f"Answer: {action.answer}")
     if action.back_to is not None:
         return guide(graph, node, "back", next_node=action.back_to, device_heading_deg=device_heading_deg,
                      reason=reason, confidence=confidence)

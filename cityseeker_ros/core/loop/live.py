@@ -74,11 +74,13 @@ class LiveEpisode:
         return True
 
     def act(self, action: Action, goal: Optional[str] = None) -> None:
-        """The action sent to the vehicle or user, towards node `goal`; a stop ends the episode here."""
+        """The action sent to the vehicle or user, towards node `goal`; a stop or an answer ends the
+        episode here."""
         assert self.trajectory is not None, "act before the first view set"
-        if action.is_stop:
+        if action.is_stop or action.answer is not None:
             self.trajectory.headings.append(None)
-            self.trajectory.end_reason = EndReason.STOPPED
+            self.trajectory.answer = action.answer
+            self.trajectory.end_reason = EndReason.STOPPED if action.is_stop else EndReason.ANSWERED
         else:
             self._intent = BACK if action.back_to is not None else action.index
             self._goal = goal if goal is not None else "the next node"

@@ -32,26 +32,30 @@ from cityseeker_ros.core.loop.live_loop import LiveLoop
 from cityseeker_ros.core.loop.run_plan import SeededEpisode
 from cityseeker_ros.core.loop.state_machine import Outputs, SupervisorStatus, ViewSet
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser
+from cityseeker_ros.core.streets.geodesy import circular_difference
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.environment import EndReason, Trajectory
-from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, Episode, World
+from cityseeker_ros.core.tasks.family import family_names
 from cityseeker_ros.core.vehicles.safety.commands import HOLD
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.core.vehicles.safety.geofence import Geofence
 
 MAX_NEED_CHARS = 200  # a need is a sentence, not a document: it goes into every prompt
 MAX_BUDGET_STEPS = 1000
-OUTCOMES = ("stopped", "budget", "cancelled", "stalled", "estop", "pilot_override", "error")
+OUTCOMES = ("stopped", "answered", "budget", "cancelled", "stalled", "estop", "pilot_override", "error")
 SEEK_CATEGORY = "Seek"  # the category of a seek's episode (no benchmark category applies)
 
 
 @dataclass(frozen=True)
 class SeekRequest:
-    """A need in words; `max_steps` None or 0: the run's max_steps; `preempt`: replace an active goal."""
+    """A need in words (or a landmark goal, or a question: `family`); `max_steps` None or 0: the
+    run's max_steps; `preempt`: replace an active goal."""
 
     need: str
     max_steps: Optional[int] = None
     preempt: bool = False
+    family: str = DEFAULT_FAMILY
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,8 @@ class SeekAnswer:
     """Accepted (with the goal's id) or rejected with a code and a one-line reason."""
 
     accepted: bool
-    code: str  # accepted, bad_need, bad_budget, busy, estop, pilot_override, no_fix, off_graph, outside_geofence
+    # accepted, bad_need, bad_family, bad_budget, busy, estop, pilot_override, no_fix, off_graph, outside_geofence
+    code: str
     reason: str
     goal_id: Optional[str] = None
 
@@ -93,6 +98,10 @@ class SeekResult:
     path: tuple[str, ...]
     steps: int
     distance_m: float
+    answer: Optional[str] = None  # a question's answer
+    # The view the answer was read from: the view ahead (nearest the facing) at the answering node,
+    # as (index, heading_deg, relative direction).
+    answer_view: Optional[tuple[int, float, str]] = None
 
 
 class SeekOutputs(Outputs):
@@ -119,6 +128,9 @@ def check_request(request: SeekRequest, run_max_steps: int) -> Optional[SeekAnsw
     if len(need) > MAX_NEED_CHARS:
         return SeekAnswer(False, "bad_need", f"the need is {len(need)} characters long; the limit is "
                                              f"{MAX_NEED_CHARS}")
+    if not isinstance(request.family, str) or request.family not in family_names():
+        return SeekAnswer(False, "bad_family", f"unknown task family {request.family!r}; known: "
+                                               f"{', '.join(family_names())}")
     budget = request.max_steps
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
                                or not 0 <= budget <= MAX_BUDGET_STEPS):
@@ -170,7 +182,8 @@ class SeekSession(LiveLoop):
             goal_id = f"seek-{self._count}"
             need = request.need.strip()
             episode = Episode(episode_id=goal_id, city=self.world.city, category=SEEK_CATEGORY, difficulty="",
-                              instruction=need, request=need, start=start, target="", reference_path=())
+                              instruction=need, request=need, start=start, target="", reference_path=(),
+                              family=request.family)
             self._request, self._goal_id, self._ending = request, goal_id, None
             self._budget = request.max_steps or self.config.max_steps
             self._queued = SeededEpisode(self.world, episode, 0)
@@ -295,7 +308,8 @@ class SeekSession(LiveLoop):
         here = trajectory.path[-1]
         node = graph.nodes[here]
         result = SeekResult(self._goal_id, episode.instruction, outcome, satisfied, message, here, node.lat, node.lon,
-                            tuple(trajectory.path), trajectory.steps, path_length_m(graph, trajectory.path))
+                            tuple(trajectory.path), trajectory.steps, path_length_m(graph, trajectory.path),
+                            trajectory.answer, self._answer_view() if trajectory.answer is not None else None)
         self.outputs.task_ended(self.world, episode, list(trajectory.path))
         self._log_loop_period()
         self.session, self.last_result, self._ending = None, result, None
@@ -304,8 +318,18 @@ class SeekSession(LiveLoop):
         self._publish_status()
         self.seek_outputs.result(result)
 
+    def _answer_view(self) -> Optional[tuple[int, float, str]]:
+        """The view ahead in the view set the answer was given on."""
+        last = self._last_view_set
+        if last is None:
+            return None
+        ahead = min(last.views, key=lambda v: abs(circular_difference(v.heading, last.facing)), default=None)
+        return (ahead.index, ahead.heading, ahead.relative) if ahead is not None else None
+
     def _outcome_of(self, trajectory: Trajectory, need: str) -> tuple[str, str]:
         """Where and after how many steps are the result's own fields; the message says why."""
+        if trajectory.end_reason is EndReason.ANSWERED:
+            return "answered", f"answered {need!r}: {trajectory.answer!r} (unverified live)"
         if trajectory.end_reason is EndReason.STOPPED:
             return "stopped", f"the policy believes {need!r} is met here (unverified live)"
         if trajectory.end_reason is EndReason.BUDGET_EXHAUSTED:

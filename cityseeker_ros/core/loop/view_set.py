@@ -19,7 +19,8 @@ from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.streets.directions import RelativeDirection
 from cityseeker_ros.core.tasks.environment import Action, Observation, View
-from cityseeker_ros.core.tasks.episode import Episode
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, Episode
+from cityseeker_ros.core.tasks.family import family_of
 
 PANORAMA_FRAME = "panorama"  # frame_id of a view set's panorama image
 
@@ -45,6 +46,9 @@ class EpisodeBrief:
     seed: int  # with episode_id and round, seeds the policy's random stream (episode_rng)
     round: int = 0
     run: int  # the world's counter: restarting the same episode is a new run
+    family: str = DEFAULT_FAMILY
+    budget: Optional[int] = None
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def key(self) -> tuple[str, int, int, int]:
         return self.episode_id, self.seed, self.round, self.run
@@ -53,13 +57,15 @@ class EpisodeBrief:
     def of(cls, episode: Episode, seed: int, run: int, round: int = 0) -> EpisodeBrief:
         return cls(episode_id=episode.episode_id, city=episode.city, category=episode.category,
                    difficulty=episode.difficulty, instruction=episode.instruction, request=episode.request,
-                   start=episode.start, seed=seed, round=round, run=run)
+                   start=episode.start, seed=seed, round=round, run=run, family=episode.family,
+                   budget=episode.budget, details=family_of(episode).public_details(episode))
 
     def episode(self) -> Episode:
         """The episode as a non-privileged policy may see it: no target, no reference route."""
         return Episode(episode_id=self.episode_id, city=self.city, category=self.category,
                        difficulty=self.difficulty, instruction=self.instruction, request=self.request,
-                       start=self.start, target="", reference_path=())
+                       start=self.start, target="", reference_path=(), family=self.family, budget=self.budget,
+                       details=dict(self.details))
 
 
 @dataclass(frozen=True)

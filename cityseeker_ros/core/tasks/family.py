@@ -81,6 +81,7 @@ class TaskFamily(ABC):
     actions: ClassVar[frozenset[str]] = MOVE_ACTIONS
     metrics: ClassVar[tuple[MetricSpec, ...]]
     success_metric: ClassVar[str]  # 100 = the episode succeeded (Seek results, failure analysis)
+    success_words: ClassVar[str]  # what success means, in a few words for progress lines
     headline: ClassVar[tuple[str, ...]]  # compare's columns, the report's first table
     breakdown: ClassVar[tuple[str, ...]]  # the report's per-category and per-difficulty columns
     ablation: ClassVar[tuple[tuple[str, str], ...]]  # (metric, column title) of the ablation table
@@ -117,6 +118,11 @@ class TaskFamily(ABC):
     def score(self, world: World, episode: Episode, trajectory: Trajectory, solvable: bool, *,
               dtw_threshold_m: float) -> dict[str, float]:
         """Every measure of one finished episode, keyed and ordered as `metrics`."""
+
+    def public_details(self, episode: Episode) -> dict[str, Any]:
+        """What of `episode.details` an agent may know (sent with the episode to a policy in
+        another process); the rest (an expected answer) stays with the judge."""
+        return {}
 
     def record_fields(self, world: World, episode: Episode, trajectory: Trajectory) -> dict[str, Any]:
         """Fields the family adds to an episode record (its goal, the answer given)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Optional
 
 import numpy as np
@@ -63,8 +63,10 @@ INFER = {"residential": (11.0, 10.0, 5.0, 19.0), "commercial": (20.0, 15.0, 2.5,
          "retail": (20.0, 15.0, 2.5, 25.0)}
 INFER_CLEAR_M = 6.0  # from any real building
 IMPLIED_ZONE_M = 60.0
+POI_CLEAR_M = 8.0
 IMPLIED_FRONTAGE_M = 35.0
 URBAN_POIS_PER_KM2 = 50.0  # the build's thin-data floor for POIs (build.MIN_POIS_PER_KM2)
+THIN_BUILDINGS_PER_KM2 = 200.0  # and for buildings (build.MIN_BUILDINGS_PER_KM2)
 FRONTAGE = frozenset({"primary", "secondary", "tertiary", "residential", "unclassified", "living_street",
                       "pedestrian", "road"})
 REACH_M = 80.0
@@ -214,10 +216,13 @@ def scatter_trees(mapped: Iterable[tuple[int, list[XY]]], areas: Sequence[Area],
 
 
 def infer_buildings(areas: Sequence[Area], roads: Sequence[Road], buildings: Sequence[Building],
-                    node_xy: np.ndarray, style: callable) -> list[Building]:
+                    node_xy: np.ndarray, style: Callable[[str], int],
+                    poi_xy: np.ndarray = np.zeros((0, 2))) -> list[Building]:
     """Buildings along the streets of built-up landuse where OSM maps none: a box every `pitch`
     metres on both sides, set back from the kerb, kept clear of real buildings, other landuse
-    (a park inside a residential zone stays a park), roads and street nodes."""
+    (a park inside a residential zone stays a park), roads, street nodes and mapped places
+    (a POI without a footprint gets a stand-in of its own kind, not an invented neighbour's wall)."""
+    poi_tree = cKDTree(poi_xy) if len(poi_xy) else None
     zones = [(a, Polygon(a.ring)) for a in areas if a.cover in BUILT_UP and len(a.ring) >= 3]
     zones = [(a, p if p.is_valid else p.buffer(0)) for a, p in zones]
     if not zones or not len(node_xy):
@@ -271,6 +276,9 @@ def infer_buildings(areas: Sequence[Area], roads: Sequence[Road], buildings: Seq
                     near_roads = road_tree.query(box, predicate="dwithin", distance=float(road_half.max()))
                     if any(box.distance(road_geoms[j]) < road_half[j] for j in near_roads.tolist()):
                         continue
+                    if poi_tree is not None and poi_tree.query_ball_point(centre, math.hypot(width, depth) / 2
+                                                                          + POI_CLEAR_M):
+                        continue
                     dist, _ = node_tree.query(centre)
                     if dist > REACH_M or node_tree.query_ball_point(centre, max(width, depth) / 2 + 4.0):
                         continue
@@ -285,16 +293,18 @@ def infer_buildings(areas: Sequence[Area], roads: Sequence[Road], buildings: Seq
 
 
 def implied_zones(areas: Sequence[Area], poi_xy: np.ndarray, roads: Sequence[Road] = (),
-                  node_xy: np.ndarray = np.zeros((0, 2))) -> list[Area]:
-    """Where an extract maps no built-up landuse at all, the ground within IMPLIED_ZONE_M of its
+                  node_xy: np.ndarray = np.zeros((0, 2)), buildings: int = 0) -> list[Area]:
+    """Where an extract maps no built-up landuse at all and few buildings (fewer than
+    THIN_BUILDINGS_PER_KM2 per km² of street area, 100 m squares holding a street node), the ground within IMPLIED_ZONE_M of its
     shops and amenities counts as commercial; and where those are as dense as a town's (at
     least URBAN_POIS_PER_KM2 per km² of street area), the frontage of its town streets too. A clip
     that maps the places but not the buildings or the landuse is built up there."""
-    if any(a.cover in BUILT_UP for a in areas) or not len(poi_xy):
+    cells = len({(int(x // 100), int(y // 100)) for x, y in np.asarray(node_xy).reshape(-1, 2)})
+    km2 = max(cells, 1) * 0.01
+    if any(a.cover in BUILT_UP for a in areas) or not len(poi_xy) or buildings / km2 >= THIN_BUILDINGS_PER_KM2:
         return []
     shapes = list(shapely.buffer(shapely.points(poi_xy), IMPLIED_ZONE_M, quad_segs=4))
-    cells = len({(int(x // 100), int(y // 100)) for x, y in np.asarray(node_xy).reshape(-1, 2)})
-    if cells and len(poi_xy) / (cells * 0.01) >= URBAN_POIS_PER_KM2:
+    if len(poi_xy) / km2 >= URBAN_POIS_PER_KM2:
         shapes += [shapely.buffer(LineString(r.line), r.width_m / 2 + IMPLIED_FRONTAGE_M, quad_segs=4)
                    for r in roads if r.kind in _URBAN and len(r.line) >= 2]
     merged = shapely.union_all(shapes)

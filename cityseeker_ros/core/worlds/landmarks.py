@@ -102,6 +102,9 @@ def select_landmarks(raw: Sequence[tuple[str, dict[str, str], list[list[tuple[fl
         building = scene.buildings[min(inside)] if inside else None
         if building is not None:
             width = max(width, 6.0)
+        if building is not None and kind == "church" and tags.get("building") not in _WORSHIP_BUILDINGS \
+                and osm_id.startswith("node/"):
+            height = building.height_m  # a congregation in an ordinary building: no spire to add
         height = max(_height(tags, height), building.height_m if building is not None else 0.0)
         candidates.append((weight * height, osm_id, tags["name"], kind, centre.x, centre.y, height,
                            building.id if building is not None else None, width))

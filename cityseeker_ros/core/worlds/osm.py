@@ -192,7 +192,8 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
     areas.sort(key=lambda a: -Polygon(a.ring).area)  # drawn in this order: small areas lie on big ones
     poi_xy = frame.to_xy(np.asarray([r[4] for r in extract.pois]), np.asarray([r[5] for r in extract.pois])) \
         if extract.pois else np.zeros((0, 2))
-    inferred = infer_buildings(areas + implied_zones(areas, np.atleast_2d(poi_xy), roads, node_xy), roads, buildings, node_xy, _style)
+    inferred = infer_buildings(areas + implied_zones(areas, np.atleast_2d(poi_xy), roads, node_xy, len(buildings)), roads, buildings, node_xy, _style,
+                               np.atleast_2d(poi_xy))
     pois, kiosks, dropped = _pois(extract.pois, frame, graph, node_ids, node_xy, node_tree, buildings + inferred,
                                   visibility_m)
     standing = buildings + inferred + kiosks
@@ -783,11 +784,14 @@ def _pois(raw: list[tuple[int, int, str, dict[str, str], float, float]], frame: 
     near = facades.tree.query(shapely.points(points), predicate="dwithin", distance=FACADE_SEARCH_M)
     inside = facades.polygon_tree.query(shapely.points(points), predicate="within")
     candidates: dict[int, list[int]] = {}
+    invented = {k for k, b in enumerate(buildings) if b.inferred}  # walls to keep clear of, never to sign
     for i, s in zip(near[0].tolist(), near[1].tolist()):
-        candidates.setdefault(i, []).append(s)
+        if int(facades.owner[s]) not in invented:
+            candidates.setdefault(i, []).append(s)
     container = {}
     for i, bi in zip(inside[0].tolist(), inside[1].tolist()):
-        container[i] = min(bi, container.get(i, bi))
+        if bi not in invented:
+            container[i] = min(bi, container.get(i, bi))
 
     pois: list[Poi] = []
     kiosks: list[Building] = []

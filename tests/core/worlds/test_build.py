@@ -188,7 +188,9 @@ def test_thin_data_is_printed_and_recorded_and_the_time_includes_the_tasks(tmp_p
     assert density["pois_per_km2"] == pytest.approx(2 / density["area_km2"], rel=0.01)
     assert density["heights_guessed_share"] == 0.0 and set(density["tasks_per_category"]) == set(PAPER_CATEGORIES)
     warnings = meta["warnings"]
-    assert [w.split(":")[1].split()[1] for w in warnings] == ["buildings", "POIs", "than"]
+    assert [w.split(":")[1].split()[1] for w in warnings] == ["buildings", "POIs", "than", "of"]
+    empty = density["empty_horizon"]  # two buildings: most start views show nothing above the horizon
+    assert empty["views"] > 0 and empty["share"] > 0.1 and "above the horizon" in warnings[-1]
     assert all(f"warning: {w}" in printed for w in warnings)
     total = float(printed.split(" in ")[1].split(" s;")[0])
     osm_s, tasks_s = (float(v) for v in printed.split("time: ")[1].split(" s tasks")[0].split(" s OSM + "))

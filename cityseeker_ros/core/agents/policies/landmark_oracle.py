@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.agents.policies.base import POLICIES, Policy
-from cityseeker_ros.core.streets.geodesy import WGS84, circular_difference
+from cityseeker_ros.core.streets.geodesy import WGS84
 from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, move
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.tasks.landmarks.estimate import Anchored, estimate_goal
@@ -28,7 +28,7 @@ def relations_hold(relation: Relation, landmark_latlon: tuple[float, float], lat
     """Which of the points `latlon` (n, 2) the relation's words describe, by WGS84 geodesics."""
     n = len(latlon)
     az, _, dist = WGS84.inv(np.full(n, landmark_latlon[1]), np.full(n, landmark_latlon[0]), latlon[:, 1], latlon[:, 0])
-    off = np.array([circular_difference(a, word_bearing(relation.direction)) for a in np.atleast_1d(az)])
+    off = (np.atleast_1d(az) - word_bearing(relation.direction) + 180.0) % 360.0 - 180.0
     return ((np.abs(off) <= relation.direction_tolerance_deg)
             & (np.abs(np.atleast_1d(dist) - relation.distance_m) <= relation.distance_tolerance_m))
 
@@ -69,11 +69,12 @@ class LandmarkOraclePolicy(Policy):
         graph = self.world.graph
         positions = self._positions()
         relations = [Relation.from_json(doc) for doc in self.episode.details.get("goal_relations", [])]
+        if not relations:
+            raise ValueError(f"episode {self.episode.episode_id}: no goal relations (details.goal_relations)")
         missing = [r.landmark for r in relations if r.landmark not in positions]
-        if missing or not relations:
-            raise ValueError(f"episode {self.episode.episode_id}: goal relations name landmarks the scene lacks "
-                             f"({', '.join(missing)})" if missing else
-                             f"episode {self.episode.episode_id}: no goal relations (details.goal_relations)")
+        if missing:
+            raise ValueError(f"episode {self.episode.episode_id}: goal relations name landmarks the world's "
+                             f"scene.json lacks ({', '.join(missing)})")
         frame = graph.frame
         anchored = [Anchored(r, tuple(float(v) for v in frame.to_xy(*positions[r.landmark])))  # type: ignore[arg-type]
                     for r in relations]

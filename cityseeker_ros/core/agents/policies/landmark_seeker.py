@@ -31,7 +31,13 @@ from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, mov
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.tasks.landmarks.estimate import XY, Anchored, estimate_goal, place_landmarks
 from cityseeker_ros.core.tasks.landmarks.perception import (
-    DEFAULT_EYE_M, DEFAULT_FOV_DEG, LandmarkLook, Sighting, find_in_panorama, find_in_view)
+    DEFAULT_EYE_M,
+    DEFAULT_FOV_DEG,
+    LandmarkLook,
+    Sighting,
+    find_in_panorama,
+    find_in_view,
+)
 from cityseeker_ros.core.tasks.landmarks.relations import Relation, compass_word, polar_xy, xy_bearing_distance
 
 EARTH_RADIUS_M = 6371008.8
@@ -104,7 +110,8 @@ class LandmarkSeekerPolicy(Policy):
         """The goal's estimated position, once some landmark the description names is placed."""
         for s in sightings:
             dx, dy = polar_xy(s.bearing_deg, s.distance_m)
-            self.seen.setdefault(s.landmark, []).append(((here[0] + dx, here[1] + dy), 1.0 / max(s.distance_m, 10.0) ** 2))
+            weight = 1.0 / max(s.distance_m, 10.0) ** 2
+            self.seen.setdefault(s.landmark, []).append(((here[0] + dx, here[1] + dy), weight))
         known = {}
         for lm, guesses in self.seen.items():
             total = sum(w for _, w in guesses)

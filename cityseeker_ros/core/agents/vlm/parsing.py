@@ -1003,9 +1003,9 @@ def _answer_of(text: str, problems: list[str]) -> tuple[Optional[str], Optional[
 
 
 def _stop_for_answer(text: str, problems: list[str]) -> Optional[_Answer]:
-    """A reply that states no stop or action but gives an answer: a stop, noted."""
-    said = _find_answer(text)
-    if said is None or said.text is None:
+    """A reply that states no stop or action but gives an answer: a stop, noted (an unusable
+    answer then makes it an error that names the answer's fault)."""
+    if _find_answer(text) is None:
         return None
     problems.append("no stop or action; the answer given read as STOP")
     return _Answer(stop=True)

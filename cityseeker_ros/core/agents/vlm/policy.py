@@ -3,10 +3,10 @@
 Two-call mode is the paper's protocol: the stop prompt, then the choice prompt unless the model
 stopped. Single-call mode asks both in one prompt. The prompts speak the episode's task family
 (prompt_profiles.family_profile); where its stop answers a question, a stop is `answer(text)`.
-A reply that cannot be read is retried with
-the parser's error told to the model; when the retry fails too the policy falls back (the
-paper's rule is action 0) and the step log says so. A backend failure is not a parse failure:
-BackendError propagates and the benchmark ends that episode with end reason `error`.
+A reply that cannot be read is retried with the parser's error told to the model; when the
+retry fails too the policy falls back (the paper's rule is action 0) and the step log says so.
+A backend failure is not a parse failure: BackendError propagates and the benchmark ends that
+episode with end reason `error`.
 """
 from __future__ import annotations
 
@@ -433,8 +433,9 @@ class VlmPolicy(Policy):
         else:
             params = redact(self.backend_params)  # credentials are never written to results
             base = {"name": self.backend_name, **params, "loaded": False}
-        return {**base, "policy": "vlm", "prompt_profile": self.profile.name, "prompt_version": self.profile.version,
-                "prompt_template_hash": self.profile.template_hash, "mode": self.mode, "stop_view": self.stop_view,
+        profile = self._profile()  # the current episode's family's words (before any, the first family's)
+        return {**base, "policy": "vlm", "prompt_profile": profile.name, "prompt_version": profile.version,
+                "prompt_template_hash": profile.template_hash, "mode": self.mode, "stop_view": self.stop_view,
                 "json_schema": self.json_schema, "swap_red_blue": self.swap_red_blue,
                 "swap_left_right": self.swap_left_right, "retries": self.retries, "fallback": self.fallback,
                 "max_new_tokens": self.max_new_tokens}

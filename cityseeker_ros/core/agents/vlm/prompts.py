@@ -257,8 +257,11 @@ def stop_prompt(obs: Observation, context: Optional[PromptContext] = None,
             '{"observation": "<what you see here>", "thoughts": "<your reasoning>", "stop": true or false, '
             f'{answer}"confidence": <number from 0 to 1>}}',
             "Example reply:", wording.stop_example]
-    schema = with_answer(stop_schema()) if wording.answers else stop_schema()
-    return _request(obs, context, ("backtrack",), task, schema, max_new_tokens, wording,
+    schema = stop_schema()
+    if wording is not CITYSEEKER:
+        schema.pop("description", None)  # it asks about "the place that satisfies the request"
+    return _request(obs, context, ("backtrack",), task, with_answer(schema) if wording.answers else schema,
+                    max_new_tokens, wording,
                     None if panorama is None else panorama_items(obs, panorama))
 
 

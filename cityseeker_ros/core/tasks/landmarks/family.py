@@ -83,7 +83,8 @@ def check_details(path: Path, episode: Episode) -> None:
     details = episode.details
     for key in ("goal_relations", "landmark_relations", "landmarks"):
         if not isinstance(details.get(key), list):
-            raise DataError(path, f"expected a list, got {details.get(key)!r}"[:200], record=record, field=f"details.{key}")
+            raise DataError(path, f"expected a list, got {details.get(key)!r}"[:200], record=record,
+                            field=f"details.{key}")
     if not details["goal_relations"]:
         raise DataError(path, "empty: a landmark goal is described by at least one relation", record=record,
                         field="details.goal_relations")

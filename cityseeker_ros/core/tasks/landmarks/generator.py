@@ -28,7 +28,13 @@ from cityseeker_ros.core.streets.transition import ActionModel
 from cityseeker_ros.core.tasks.family import GeneratedTasks
 from cityseeker_ros.core.tasks.landmarks.metrics import success_radius_m
 from cityseeker_ros.core.tasks.landmarks.relations import (
-    DIRECTION_TOLERANCE_DEG, DISTANCE_STEPS, GOAL, MIN_RELATION_M, Relation, sentence)
+    DIRECTION_TOLERANCE_DEG,
+    DISTANCE_STEPS,
+    GOAL,
+    MIN_RELATION_M,
+    Relation,
+    sentence,
+)
 from cityseeker_ros.core.tasks.task_file import TASK_FILE_VERSION
 
 if TYPE_CHECKING:
@@ -127,7 +133,8 @@ def goal_relations(graph: StreetGraph, landmarks: list[Landmark], limit: int) ->
     out: dict[str, list[Relation]] = {}
     for node in sorted(seen_from):
         n = graph.nodes[node]
-        rels = [Relation.measure(GOAL, GOAL_NAME, m.id, m.name, (m.lat, m.lon), (n.lat, n.lon)) for m in seen_from[node]]
+        rels = [Relation.measure(GOAL, GOAL_NAME, m.id, m.name, (m.lat, m.lon), (n.lat, n.lon))
+                for m in seen_from[node]]
         rels = sorted((r for r in rels if r.true_distance_m >= MIN_RELATION_M),
                       key=lambda r: (r.true_distance_m, r.landmark))[:limit]
         if rels:

@@ -52,6 +52,7 @@ class NeedsFamily(TaskFamily):
                                 "need wordings (a catalogue mapping needs to OSM tags)")
     metrics: ClassVar[tuple[MetricSpec, ...]] = METRICS
     success_metric: ClassVar[str] = "tcp50"
+    success_words: ClassVar[str] = "within 50 m"
     headline: ClassVar[tuple[str, ...]] = ("tce", "tcp50", "tcc", "spl", "osr", "spd", "dtw_per_ref_m", "as")
     breakdown: ClassVar[tuple[str, ...]] = ("tce", "tcp50", "tcc", "spl", "spd", "dtw_per_ref_m", "as", "solvable")
     ablation: ClassVar[tuple[tuple[str, str], ...]] = (("tcp50", "TCP50 (%)"), ("dtw_per_ref_m", "dtw_per_ref_m (m)"))

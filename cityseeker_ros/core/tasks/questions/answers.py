@@ -14,8 +14,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
-from cityseeker_ros.core.render.palette import GLASS_STYLES, PLASTER_STYLES, facade_style_index, generic_word, \
-    split_class
+from cityseeker_ros.core.render.palette import GENERIC_WORDS, GLASS_STYLES, PLASTER_STYLES, facade_style_index, \
+    generic_word, split_class
 from cityseeker_ros.core.render.textures import GROUND_FLOOR_M
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
 
@@ -74,6 +74,15 @@ CATEGORY_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Nouns for the kinds whose sign word or OSM value reads badly in "there is a ... named X".
+PLACE_NOUNS: dict[str, str] = {
+    "books": "bookshop", "car": "car dealer", "ice_cream": "ice cream parlour", "parking": "car park",
+    "clothes": "clothes shop", "shoes": "shoe shop", "jewelry": "jeweller", "hairdresser": "hairdresser",
+    "doctors": "doctor's surgery", "fast_food": "fast-food restaurant", "atm": "cash machine",
+    "convenience": "convenience store", "bus_stop": "bus stop", "artwork": "artwork",
+}
+
+
 def normalise(text: str) -> str:
     """The form answers are compared in: case folded, accents, punctuation and articles dropped,
     number words written as digits ("The Café-Bar" -> "cafe bar", "four" -> "4")."""
@@ -116,11 +125,13 @@ def facade_colours(building: Building) -> tuple[str, ...]:
 
 
 def category_words(poi_class: str) -> tuple[str, ...]:
-    """What kind of place an OSM class is, in words: the renderer's sign word first ("Pharmacy"),
-    then the OSM value and common synonyms."""
-    _, value = split_class(poi_class)
-    words = [generic_word(poi_class).lower(), value.replace("_", " ")]
-    words += CATEGORY_SYNONYMS.get(value, ())
+    """What kind of place an OSM class is, in words: a noun a question can use first ("pharmacy",
+    "clothes shop"), then the renderer's sign word, the OSM value and common synonyms."""
+    key, value = split_class(poi_class)
+    plain = value.replace("_", " ")
+    noun = PLACE_NOUNS.get(value) or (f"{plain} shop" if key == "shop" and value not in GENERIC_WORDS
+                                      else generic_word(poi_class).lower())
+    words = [noun, generic_word(poi_class).lower(), plain, *CATEGORY_SYNONYMS.get(value, ())]
     return tuple(dict.fromkeys(w for w in words if w))
 
 

@@ -11,6 +11,7 @@ the anchor, a name used twice nearby) are never made.
 from __future__ import annotations
 
 import hashlib
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -89,6 +90,7 @@ def generate_questions(name: str, graph: StreetGraph, scene: Scene, settings: Qu
     counts = {k: 0 for k in KINDS}
     order = rng.permutation(len(places))
     named = [pl for pl in places if pl.poi.label.strip()]
+    unique = _unique_names(named, settings.name_radius_m)
     for i in order:
         target = places[int(i)]
         if all(counts[k] >= settings.per_kind for k in KINDS):
@@ -98,7 +100,7 @@ def generate_questions(name: str, graph: StreetGraph, scene: Scene, settings: Qu
         for kind in _kinds_for(target, buildings, rng):
             if counts[kind] >= settings.per_kind:
                 continue
-            task = _question(kind, target, places, named, scene, graph, actions, legible_nodes, settings, rng)
+            task = _question(kind, target, places, named, unique, scene, graph, actions, legible_nodes, settings, rng)
             if task is not None:
                 task["id"] = f"{name}-q{len(tasks):04d}"
                 tasks.append(task)
@@ -130,18 +132,18 @@ def _kinds_for(target: _Place, buildings: dict, rng: np.random.Generator) -> lis
     return [kinds[int(k)] for k in rng.permutation(len(kinds))]
 
 
-def _question(kind: str, target: _Place, places: Sequence[_Place], named: Sequence[_Place], scene: Scene,
-              graph: StreetGraph, actions: ActionModel, legible_nodes: Any, settings: QuestionSettings,
+def _question(kind: str, target: _Place, places: Sequence[_Place], named: Sequence[_Place], unique: set[str],
+              scene: Scene, graph: StreetGraph, actions: ActionModel, legible_nodes: Any, settings: QuestionSettings,
               rng: np.random.Generator) -> Optional[dict[str, Any]]:
-    if kind != "name" and not _unique_name(target, named, settings.name_radius_m):
+    if kind != "name" and target.poi.id not in unique:
         return None
     anchors = []
     for a in named:
-        if a.poi.id == target.poi.id or not _unique_name(a, named, settings.name_radius_m):
+        if a.poi.id == target.poi.id or a.poi.id not in unique:
             continue
         if normalise(a.poi.label) == normalise(target.poi.label):
             continue
-        d = geodesic_m(*a.latlon, *target.latlon)
+        d = _dist(a, target)
         if not settings.anchor_min_m <= d <= settings.anchor_max_m:
             continue
         bearing = bearing_xy(a.poi.anchor, target.poi.anchor)
@@ -229,11 +231,17 @@ def _a(word: str) -> str:
     return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
-def _unique_name(place: _Place, named: Sequence[_Place], radius_m: float) -> bool:
-    key = normalise(place.poi.label)
-    return bool(key) and not any(
-        o.poi.id != place.poi.id and normalise(o.poi.label) == key and geodesic_m(*o.latlon, *place.latlon) <= radius_m
-        for o in named)
+def _unique_names(named: Sequence[_Place], radius_m: float) -> set[str]:
+    """Ids of the places whose name no other place within `radius_m` shares."""
+    groups: dict[str, list[_Place]] = {}
+    for p in named:
+        groups.setdefault(normalise(p.poi.label), []).append(p)
+    return {p.poi.id for key, group in groups.items() if key for p in group
+            if not any(o is not p and _dist(o, p) <= radius_m for o in group)}
+
+
+def _dist(a: _Place, b: _Place) -> float:
+    return math.dist(a.poi.anchor, b.poi.anchor)
 
 
 def _only_one_there(target: _Place, anchor: _Place, direction: str, places: Sequence[_Place],
@@ -243,7 +251,7 @@ def _only_one_there(target: _Place, anchor: _Place, direction: str, places: Sequ
     for o in places:
         if o.poi.id in (target.poi.id, anchor.poi.id) or o.word != target.word:
             continue
-        if geodesic_m(*o.latlon, *anchor.latlon) > radius_m:
+        if _dist(o, anchor) > radius_m:
             continue
         if abs(circular_difference(bearing_xy(anchor.poi.anchor, o.poi.anchor), centre)) <= 45.0:
             return False

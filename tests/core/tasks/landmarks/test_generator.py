@@ -9,7 +9,12 @@ import pytest
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.transition import ActionModel
 from cityseeker_ros.core.tasks.landmarks.generator import (
-    CATEGORIES, LandmarkTaskSettings, budget_for, difficulty_for, generate_landmark_tasks)
+    CATEGORIES,
+    LandmarkTaskSettings,
+    budget_for,
+    difficulty_for,
+    generate_landmark_tasks,
+)
 from tests.core.tasks.landmarks.gridtown import SMALL, grid_scene
 
 
@@ -60,8 +65,8 @@ def test_the_same_seed_makes_the_same_file_and_another_seed_another(grid_world):
     settings = LandmarkTaskSettings(**SMALL)
     first = json.dumps(generate_landmark_tasks("g", graph, scene, settings).document, sort_keys=True)
     again = json.dumps(generate_landmark_tasks("g", graph, scene, settings).document, sort_keys=True)
-    other = json.dumps(generate_landmark_tasks("g", graph, scene, LandmarkTaskSettings(**{**SMALL, "seed": 1})).document,
-                       sort_keys=True)
+    reseeded = LandmarkTaskSettings(**{**SMALL, "seed": 1})
+    other = json.dumps(generate_landmark_tasks("g", graph, scene, reseeded).document, sort_keys=True)
     assert first == again and first != other
 
 

@@ -33,7 +33,8 @@ def test_two_landmarks_in_one_view_are_told_apart_by_colour():
     image = patch_image(HERE, 90.0, [standing(TOWER, 70.0, 200.0), standing(MAST, 120.0, 500.0)])
     seen = {s.landmark: s for s in find_in_view(image, 90.0, [TOWER, MAST])}
     assert set(seen) == {"t", "m"}
-    assert seen["t"].bearing_deg == pytest.approx(70.0, abs=1.0) and seen["m"].bearing_deg == pytest.approx(120.0, abs=1.0)
+    assert seen["t"].bearing_deg == pytest.approx(70.0, abs=1.0)
+    assert seen["m"].bearing_deg == pytest.approx(120.0, abs=1.0)
 
 
 def test_nothing_is_seen_behind_the_camera_cut_at_the_edges_or_too_small():

@@ -5,7 +5,14 @@ import pytest
 
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.tasks.landmarks.relations import (
-    COMPASS, GOAL, Relation, compass_word, sentence, stated_distance, word_bearing)
+    COMPASS,
+    GOAL,
+    Relation,
+    compass_word,
+    sentence,
+    stated_distance,
+    word_bearing,
+)
 
 
 @pytest.mark.parametrize("bearing, word", [(0, "north"), (22.4, "north"), (22.5, "north-east"), (67.4, "north-east"),
