@@ -11,7 +11,10 @@ DEMO_EXTRAS := ocr,ros
 # Debian's WenQuanYi Micro Hei: Latin and CJK glyphs for rendered signs.
 FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 
-.PHONY: demo test fonts clean-demo help
+# Debian's Chromium: the AR tests drive it over the DevTools protocol (tests/ar/).
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: demo test fonts chromium clean-demo help
 .DEFAULT_GOAL := help
 
 # Both installs build cityseeker_interfaces (setup.py requires it): a changed .msg/.action reinstalls.
@@ -30,6 +33,11 @@ fonts:
 	@test -f $(FONT) || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq fonts-wqy-microhei >/dev/null; \
 	  else echo "missing $(FONT): run 'sudo apt-get install fonts-wqy-microhei'" >&2; exit 1; fi; }
+
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "missing $(CHROMIUM): run 'sudo apt-get install chromium'" >&2; exit 1; fi; }
 
 $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
 	@echo "make: installing cityseeker_ros with its $(DEMO_EXTRAS) extras into $(VENV), building" \
@@ -62,7 +70,7 @@ demo: $(VENV)/.demo-installed fonts
 	$(BIN)/cityseeker compare $(DEMO_OUT)/ocr-embed $(DEMO_OUT)/random $(DEMO_OUT)/sign-oracle $(DEMO_OUT)/oracle \
 	    --out $(DEMO_OUT)/comparison.md
 
-test: $(VENV)/.test-installed fonts
+test: $(VENV)/.test-installed fonts chromium
 	$(BIN)/python -m pytest -q -rs
 
 clean-demo:

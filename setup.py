@@ -16,6 +16,8 @@ ROS = ["ros-jazzy-rclpy[fastrtps]>=7.1", "ros-jazzy-rmw-fastrtps-cpp>=8.4", "ros
        # rosbag2 files (MCAP, sqlite3) without ROS's own bag tools; mcap-ros2-support reads them back.
        "rosbags>=0.11", "mcap-ros2-support>=0.5"]
 
+AR = ["aiohttp>=3.9", "cryptography>=42", "segno>=1.6"]
+
 # The typed ROS 2 interfaces (cityseeker_interfaces/, an ament_cmake package): pip builds them with
 # CMake against the ROS wheels (its pyproject.toml), so `pip install -e .` installs them too. A pip
 # requirement needs an absolute file:// URL, hence computed here (setup.py is dynamic). On a ROS 2
@@ -28,6 +30,7 @@ setup(
     name=PACKAGE,
     version=re.search(r'__version__ = "(.+)"', Path(f"{PACKAGE}/__init__.py").read_text()).group(1),
     packages=find_packages(exclude=["tests", "tests.*"]),
+    package_data={f"{PACKAGE}.ar": ["static/*"]},  # the AR page: plain HTML, JavaScript and CSS
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -61,6 +64,9 @@ setup(
         "ros": ROS,
         # PX4 and ArduPilot over MAVLink 2 (docs/mavlink_choice.md); pyserial for serial:// radios.
         "mavlink": ["pymavlink>=2.4.50", "pyserial>=3.5"],
+        # `cityseeker ar`: the AR page's server (HTTP, WebSocket and TLS in one asyncio loop), the LAN
+        # switch's self-signed certificate and the QR code of its URL (docs/ar.md).
+        "ar": AR,
         # `--executor ray`: benchmarks and ablations on a Ray cluster (docs/distributed.md).
         "ray": ["ray[default]>=2.40"],
         # Tests also run a real `transformers serve` (its serving extra) on loopback, the AirSim
@@ -72,7 +78,9 @@ setup(
                  # an MCAP reader of its own (not rosbags, not mcap): bags with the custom types decode anywhere
                  "pybag-sdk>=0.13",
                  # the MAVLink link against the shipped MAVLink simulator, serial over a pseudo-terminal
-                 "pymavlink>=2.4.50", "pyserial>=3.5"],
+                 "pymavlink>=2.4.50", "pyserial>=3.5",
+                 # the AR server, driven by Debian's Chromium over the DevTools protocol (make test installs it)
+                 *AR],
     },
     zip_safe=True,
     maintainer="cityseeker_ros maintainers",

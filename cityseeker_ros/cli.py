@@ -19,6 +19,7 @@ from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.infra.redact import redact_logging, redact_text
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
+from cityseeker_ros.core.tasks.family import parse_families
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES
 
 
@@ -140,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     bld.add_argument("--per-need", type=int, default=6, help="episodes per request")
     bld.add_argument("--test-per-category", type=int, default=20, help="test split size per category")
     bld.add_argument("--cache", type=Path, help="download cache (default $CITYSEEKER_CACHE or ~/.cache/cityseeker)")
+    bld.add_argument("--families", default="all", metavar="NAME,NAME",
+                     help="task families to make tasks for: needs, landmarks, questions (default all)")
+    wt = wsub.add_parser("tasks", help="make (again) the landmark-goal or question tasks of a world folder",
+                         description="Generate the tasks of --families on a world already built (needs come with "
+                         "`world build`), writing tasks.FAMILY.json beside the world's files.")
+    wt.add_argument("world", type=Path, help="a world folder")
+    wt.add_argument("--families", required=True, metavar="NAME,NAME", help="landmarks, questions, or both")
+    wt.add_argument("--seed", type=int, default=0, help="task generator seed (default 0)")
     drs = wsub.add_parser("dress", help="dress a CitySeeker city's real graph with synthetic facades and signs")
     drs.add_argument("data", type=Path, help="a CitySeeker release city folder (connections.json, question.json)")
     drs.add_argument("--out", required=True, type=Path, help="world folder to write")
@@ -499,23 +508,35 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.datasets import load_dataset
+    from cityseeker_ros.core.datasets import city_folders, load_dataset
     from cityseeker_ros.core.datasets.problems import Problems
+    from cityseeker_ros.core.tasks.family import family_names, get_family
 
     problems = Problems(strict=False)
-    worlds = load_dataset(args.data, args.dataset, problems)
-    for w in worlds:
-        eps = w.episodes
-        executable = sum(w.actions.route_executable(e.reference_path) for e in eps)
-        solvable = sum(w.solvable(e, args.max_steps) for e in eps)
-        print(f"{w.city}: {len(w.graph)} nodes, {len(w.graph.edges)} edges, {len(eps)} episodes"
-              + (" [synthetic]" if w.synthetic else ""))
-        print("  categories: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(e.category for e in eps).items())))
-        if eps:
-            print(f"  ground-truth routes executable hop by hop: {executable}/{len(eps)} "
-                  f"({100 * executable / len(eps):.1f}%)")
-            print(f"  targets reachable within {args.max_steps} steps (solvable): {solvable}/{len(eps)} "
-                  f"({100 * solvable / len(eps):.1f}%)")
+    folders = [folder for _, folder in city_folders(args.data, args.dataset)]
+    # Every family the folders hold (a family's task file beside them), or the one asked for.
+    families = [args.family] if args.family else [
+        f for f in family_names()
+        if f == DEFAULT_FAMILY or any((d / get_family(f).tasks_file).is_file() for d in folders)]
+    for family in families:
+        if len(families) > 1 or family != DEFAULT_FAMILY:
+            print(f"== {family} ({get_family(family).seed_paper})")
+        for w in load_dataset(args.data, args.dataset, problems, family=family):
+            eps = w.episodes
+            executable = sum(w.actions.route_executable(e.reference_path) for e in eps)
+            budget = {e.episode_id: get_family(family).budget(e, args.max_steps) for e in eps}
+            solvable = sum(w.solvable(e, budget[e.episode_id]) for e in eps)
+            print(f"{w.city}: {len(w.graph)} nodes, {len(w.graph.edges)} edges, {len(eps)} episodes"
+                  + (" [synthetic]" if w.synthetic else ""))
+            print("  categories: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(e.category for e in eps).items())))
+            if eps:
+                print(f"  ground-truth routes executable hop by hop: {executable}/{len(eps)} "
+                      f"({100 * executable / len(eps):.1f}%)")
+                budgets = sorted(set(budget.values()))
+                within = (f"{args.max_steps} steps" if budgets == [args.max_steps] else
+                          f"their own budgets ({budgets[0]}-{budgets[-1]} steps)")
+                print(f"  targets reachable within {within} (solvable): {solvable}/{len(eps)} "
+                      f"({100 * solvable / len(eps):.1f}%)")
     for p in problems.items:
         print(p)
     n_err = len(problems.errors)
@@ -541,7 +562,8 @@ def cmd_world_build(args: argparse.Namespace) -> int:
 
     meta = build_world(args.source, args.out, name=args.name, bbox=args.bbox, cache_dir=args.cache,
                        tasks=TaskSettings(seed=args.seed, per_need=args.per_need,
-                                          test_per_category=args.test_per_category))
+                                          test_per_category=args.test_per_category),
+                       families=parse_families(args.families))
     osm = meta["osm"]
     print(f"wrote world {args.out} from {meta['source']['file']} (sha256 {meta['source']['sha256'][:12]}...) "
           f"in {meta['build_stats']['seconds']:.1f} s; {meta['credit']}, {meta['license'].split(':')[0]}")
@@ -560,6 +582,8 @@ def cmd_world_build(args: argparse.Namespace) -> int:
         print(f"  {split} tasks: {sum(counts.values())} (" + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")")
     stats = meta["build_stats"]
     print(f"  time: {stats['osm_seconds']:.1f} s OSM + {stats['tasks_seconds']:.1f} s tasks")
+    for family, block in meta.get("families", {}).items():
+        print(f"  {family} tasks: " + ", ".join(f"{k} {v}" for k, v in block["tasks"].items()))
     for warning in meta["warnings"]:  # also in world.json under "warnings"
         print(f"  warning: {warning}")
     return 0
@@ -575,12 +599,29 @@ def cmd_world_dress(args: argparse.Namespace) -> int:
 
 
 def cmd_world_info(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.tasks.family import family_names, get_family
     from cityseeker_ros.core.worlds.folder import read_metadata
 
     meta = read_metadata(args.world)
-    print(json.dumps({k: meta[k] for k in ("name", "builder", "source", "credit", "imagery", "counts", "warnings")
-                      if k in meta}, indent=1, ensure_ascii=False))
+    info = {k: meta[k] for k in ("name", "builder", "source", "credit", "imagery", "counts", "warnings") if k in meta}
+    # Every family's task file in the folder, with what it states about the world (landmarks, routes).
+    info["families"] = {f: get_family(f).describe(args.world) for f in family_names()
+                        if (args.world / get_family(f).tasks_file).is_file()}
+    print(json.dumps(info, indent=1, ensure_ascii=False))
     return 0
+
+
+def cmd_world_tasks(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.worlds.build import add_family_tasks
+
+    made = add_family_tasks(args.world, parse_families(args.families), seed=args.seed)
+    for family, generated in made.items():
+        if generated.why_none:
+            print(f"  no {family} tasks: {generated.why_none}")
+        else:
+            print(f"wrote {family} tasks into {args.world}: " +
+                  ", ".join(f"{k} {v}" for k, v in generated.counts.items()))
+    return 0 if any(not g.why_none for g in made.values()) else 1
 
 
 def cmd_world_render(args: argparse.Namespace) -> int:
@@ -611,7 +652,7 @@ def cmd_world_render(args: argparse.Namespace) -> int:
 
 
 WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": cmd_world_dress,
-                  "info": cmd_world_info, "render": cmd_world_render}
+                  "info": cmd_world_info, "render": cmd_world_render, "tasks": cmd_world_tasks}
 
 
 COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "report": cmd_report,

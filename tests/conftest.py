@@ -102,5 +102,5 @@ def monaco_dir(monaco_pbf, tmp_path_factory) -> Path:
     from cityseeker_ros.core.worlds.build import build_world
 
     out = tmp_path_factory.mktemp("worlds") / "monaco"
-    build_world(str(monaco_pbf), out, name="monaco")
+    build_world(str(monaco_pbf), out, name="monaco", families=["needs"])  # the other families: their own tests
     return out

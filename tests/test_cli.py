@@ -50,6 +50,11 @@ def test_shipped_config_is_valid(tiny_city, tmp_path):
     (["benchmark", "--config", "{tmp}/nope.yaml"], "nope.yaml: no such file"),
     (["report", "{tmp}"], "no summary.json here"),
     (["validate", "{tmp}/missing"], "no such directory"),
+    (["benchmark", "--data", "{city}", "--family", "quests", "--policy", "random", "--out", "{tmp}/x"],
+     "unknown task family 'quests'; known: landmarks, needs, questions"),
+    (["benchmark", "--data", "{city}", "--family", "landmarks", "--policy", "random", "--out", "{tmp}/x"],
+     "holds needs episodes only, not landmarks"),
+    (["validate", "{city}", "--family", "quests"], "unknown task family 'quests'"),
 ])
 def test_bad_input_gives_one_line_error_not_traceback(tiny_city, tmp_path, argv, message):
     argv = [a.format(city=tiny_city, tmp=tmp_path) for a in argv]
@@ -334,6 +339,15 @@ def _safety_file(tmp_path: Path) -> Path:
     bad = tmp_path / "safety.yaml"
     bad.write_text("safety:\n  geofence:\n    circle:\n      center: [43.7, 7.4]\n      radius_m: -5\n")
     return bad
+
+
+def test_seek_refuses_an_unknown_goal_family_at_once_naming_the_known(monaco_dir, no_process, capsys):
+    code, took = _timed_main(["seek", "what is the cafe called?", "--world", str(monaco_dir), "--policy", "ocr-embed",
+                              "--family", "quests"])
+    out, err = capsys.readouterr()
+    assert code == 3 and err == "" and took < REFUSED_AT_ONCE_S and list(no_process.iterdir()) == []
+    assert out == ("result: rejected (bad_family): unknown task family 'quests'; known: landmarks, needs, "
+                   "questions\n")
 
 
 @pytest.mark.parametrize("extra, message", [

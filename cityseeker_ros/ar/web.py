@@ -70,6 +70,7 @@ class ArServer:
         app.router.add_get("/app.js", self._asset("app.js", "text/javascript"))
         app.router.add_get("/style.css", self._asset("style.css", "text/css"))
         app.on_startup.append(self._started)
+        app.on_cleanup.append(self._stopped)
         return app
 
     PUBLIC = ("/app.js", "/style.css")  # code and style only: nothing to stream to, no goal to send
@@ -101,7 +102,10 @@ class ArServer:
 
     async def _started(self, app: web.Application) -> None:
         self.loop = asyncio.get_running_loop()
-        app["status_task"] = asyncio.create_task(self._status_loop())
+        self._status_task = asyncio.create_task(self._status_loop())
+
+    async def _stopped(self, app: web.Application) -> None:
+        self._status_task.cancel()
 
     # -- the WebSocket ------------------------------------------------------------------------------
 

@@ -146,7 +146,7 @@ def test_refused_camera_permission_is_said_and_can_be_retried(trial, video, mona
         retry = await page.js("!document.getElementById('camera-retry').hidden")
         waiting = await page.js("!document.getElementById('wait-camera').hidden")
         sent_while_refused = (await ar_state(page))["ar"]["framesSent"]
-        await page.call("Browser.setPermission", permission={"name": "videoCapture"}, setting="granted",
+        await page.call("Browser.setPermission", permission={"name": "camera"}, setting="granted",
                         origin=trial.origin)
         await page.js("document.getElementById('camera-retry').click(); true")
         await page.wait_for("window.__ar.framesAcked > 0 && document.getElementById('camera-error').hidden", 20)

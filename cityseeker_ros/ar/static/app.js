@@ -122,10 +122,14 @@ function startGeolocation() {
   navigator.geolocation.watchPosition(onPosition, onError, options);
   // A phone standing still may get no new watch callback: ask again when the last is a few seconds
   // old, and repeat the latest fix each second while it is younger than FIX_MAX_AGE_MS.
+  let asking = false;
   setInterval(() => {
-    if (!state.fix || Date.now() - state.fix.at > FIX_REFRESH_MS)
-      navigator.geolocation.getCurrentPosition(onPosition, onError, options);
-    else if (Date.now() - state.fix.at < FIX_MAX_AGE_MS) sendFix();
+    if (!asking && (!state.fix || Date.now() - state.fix.at > FIX_REFRESH_MS)) {
+      asking = true;
+      navigator.geolocation.getCurrentPosition((pos) => { asking = false; onPosition(pos); },
+                                               (err) => { asking = false; onError(err); }, options);
+    }
+    if (state.fix && Date.now() - state.fix.at < FIX_MAX_AGE_MS) sendFix();
   }, FIX_REPEAT_MS);
 }
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
@@ -11,7 +12,8 @@ import numpy as np
 from cityseeker_ros.core.infra.errors import ConfigError, DataError
 from cityseeker_ros.core.infra.files import sha256_file
 from cityseeker_ros.core.streets.graph import StreetGraph
-from cityseeker_ros.core.tasks.episode import PAPER_CATEGORIES
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, PAPER_CATEGORIES
+from cityseeker_ros.core.tasks.family import GeneratedTasks, family_names, get_family
 from cityseeker_ros.core.worlds.fidelity import horizon_share
 from cityseeker_ros.core.worlds.folder import OSM_CREDIT, OSM_LICENSE, write_world
 from cityseeker_ros.core.worlds.osm import BBox, build_osm_world
@@ -32,8 +34,9 @@ MAX_EMPTY_HORIZON = 0.1  # share of task-start views showing nothing above the h
 
 def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox: Optional[BBox] = None,
                 tasks: TaskSettings = TaskSettings(), spacing_m: float = 20.0,
-                cache_dir: Optional[Path] = None) -> dict[str, Any]:
-    """Build `source` (a packaged extract's name, or a path to an .osm.pbf) into `out_dir`.
+                cache_dir: Optional[Path] = None, families: Optional[Sequence[str]] = None) -> dict[str, Any]:
+    """Build `source` (a packaged extract's name, or a path to an .osm.pbf) into `out_dir`, with
+    the tasks of each of `families` (None: every registered family).
 
     Returns the world's metadata plus `build_stats` (timings, not stored: a rebuild of the
     same source writes identical files)."""
@@ -53,12 +56,18 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
     started = time.perf_counter()
     built = build_osm_world(pbf, name=name, bbox=bbox, spacing_m=spacing_m)
     task_started = time.perf_counter()
-    task_set = generate_tasks(name, built.graph, built.scene.pois, tasks)
+    chosen = list(families) if families is not None else family_names()
+    task_set = (generate_tasks(name, built.graph, built.scene.pois, tasks) if DEFAULT_FAMILY in chosen
+                else TaskSet(tasks, [], {}))
+    others = family_tasks(name, built.graph, built.scene, [f for f in chosen if f != DEFAULT_FAMILY], tasks.seed)
     task_seconds = time.perf_counter() - task_started
-    if not task_set.tasks:  # a world without tasks would "succeed" with 0 episodes; nothing is written
+    why = {f: g.why_none for f, g in others.items() if g.why_none}
+    if DEFAULT_FAMILY in chosen and not task_set.tasks:
+        why[DEFAULT_FAMILY] = why_no_tasks(built.graph, built.scene.pois, tasks)
+    if len(why) == len(chosen):  # a world without tasks would "succeed" with 0 episodes; nothing is written
         where = f" inside bbox {list(bbox)}" if bbox is not None else ""
-        raise DataError(pbf, f"no navigation task can be made{where}: "
-                             f"{why_no_tasks(built.graph, built.scene.pois, tasks)}")
+        raise DataError(pbf, f"no task of any family can be made{where}: " +
+                        "; ".join(f"{f}: {reason}" for f, reason in why.items()))
     stats = {k: v for k, v in built.stats.items() if k != "seconds"}
     density = data_density(built.graph, built.scene, task_set, built.stats["heights_guessed"])
     density["empty_horizon"] = horizon_share(built.scene, built.graph, (t.start for t in task_set.tasks
@@ -70,9 +79,11 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
         "params": {"bbox": list(bbox) if bbox else None, "spacing_m": spacing_m, "tasks": asdict(tasks)},
         "osm": stats,
         "density": density,
-        "warnings": thin_data_warnings(density),
+        "warnings": thin_data_warnings(density) + [f"no {f} tasks: {reason}" for f, reason in why.items()],
+        "families": {f: {"tasks": g.counts} for f, g in others.items() if not g.why_none},
     }
-    write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata)
+    write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata,
+                family_tasks={get_family(f).tasks_file: g.document for f, g in others.items() if not g.why_none})
     return {**metadata, "tasks": {"test": task_set.counts("test"), "dev": task_set.counts("dev"),
                                   "satisfying_pois": task_set.satisfying_pois},
             "build_stats": {"seconds": round(time.perf_counter() - started, 3),  # OSM, tasks and writing
@@ -116,3 +127,28 @@ def thin_data_warnings(density: dict[str, Any]) -> list[str]:
         out.append(f"thin data: {100 * density['heights_guessed_share']:.0f}% of building heights are guessed "
                    f"(no height or building:levels tag; ceiling {100 * MAX_GUESSED_HEIGHTS:.0f}%)")
     return out
+
+
+def family_tasks(name: str, graph: StreetGraph, scene: Scene, families: Sequence[str],
+                 seed: int = 0) -> dict[str, GeneratedTasks]:
+    """The tasks of each family but the first (needs, made by worlds.tasks with its settings)."""
+    return {f: get_family(f).generate(name, graph, scene, seed=seed) for f in families}
+
+
+def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> dict[str, GeneratedTasks]:
+    """Make (or make again) the tasks of `families` on a world folder already built, each file
+    written atomically; world.json is left as built. Needs come with the build (their settings
+    are the build's), so they are refused here."""
+    from cityseeker_ros.core.infra.files import write_json_atomic
+    from cityseeker_ros.core.worlds.folder import load_scene_and_graph, read_metadata
+
+    if DEFAULT_FAMILY in families:
+        raise ConfigError(f"--families: {DEFAULT_FAMILY} tasks are made by `cityseeker world build` with its "
+                          "--seed, --per-need and --test-per-category; name the other families here")
+    name = read_metadata(folder)["name"]
+    scene, graph = load_scene_and_graph(folder)
+    made = family_tasks(name, graph, scene, families, seed)
+    for f, generated in made.items():
+        if not generated.why_none:
+            write_json_atomic(Path(folder) / get_family(f).tasks_file, generated.document)
+    return made

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from cityseeker_ros import __version__
 from cityseeker_ros.core.infra.errors import DataError
@@ -43,8 +43,9 @@ def graph_to_json(graph: StreetGraph) -> dict[str, Any]:
 
 
 def write_world(out_dir: Path, *, name: str, graph: StreetGraph, scene: Scene, tasks: TaskSet,
-                metadata: dict[str, Any]) -> Path:
-    """Write (or atomically replace) a world folder; `metadata` adds builder and source facts."""
+                metadata: dict[str, Any], family_tasks: Optional[dict[str, Any]] = None) -> Path:
+    """Write (or atomically replace) a world folder; `metadata` adds builder and source facts,
+    `family_tasks` the task files of families beyond needs (file name -> document)."""
     meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "name": name, "city": name,
             "cityseeker_ros_version": __version__, "imagery": IMAGERY, **metadata,
             "counts": {**metadata.get("counts", {}), "nodes": len(graph), "edges": len(graph.edges),
@@ -53,7 +54,8 @@ def write_world(out_dir: Path, *, name: str, graph: StreetGraph, scene: Scene, t
                        "landmarks": len(scene.landmarks), "trees": len(scene.trees),
                        "tasks": {"test": tasks.counts("test"), "dev": tasks.counts("dev")}}}
     replace_folder(Path(out_dir), {"world.json": meta, "graph.json": graph_to_json(graph),
-                                   "scene.json": scene.to_json(), "tasks.json": tasks.to_json()},
+                                   "scene.json": scene.to_json(), "tasks.json": tasks.to_json(),
+                                   **(family_tasks or {})},
                    is_world_folder, "a cityseeker world")
     return Path(out_dir)
 

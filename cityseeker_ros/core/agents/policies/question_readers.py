@@ -30,8 +30,15 @@ from cityseeker_ros.core.render.palette import GLASS_STYLES, PLASTER_STYLES
 from cityseeker_ros.core.streets.geodesy import circular_difference
 from cityseeker_ros.core.tasks.environment import Action, Observation, answer, move
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.core.tasks.questions.answers import CARDINALS, FACADE_COLOURS, cardinal, category_words, \
-    facade_colours, normalise, storeys_drawn
+from cityseeker_ros.core.tasks.questions.answers import (
+    CARDINALS,
+    FACADE_COLOURS,
+    cardinal,
+    category_words,
+    facade_colours,
+    normalise,
+    storeys_drawn,
+)
 
 M_PER_DEG_LAT = 111_320.0
 DIRECTION_DEG = {d: 90.0 * i for i, d in enumerate(CARDINALS)}

@@ -11,7 +11,14 @@ from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.tasks.family import (
-    FAMILIES, MOVE_ACTIONS, GeneratedTasks, Loaded, MetricSpec, PromptForms, TaskFamily)
+    FAMILIES,
+    MOVE_ACTIONS,
+    GeneratedTasks,
+    Loaded,
+    MetricSpec,
+    PromptForms,
+    TaskFamily,
+)
 from cityseeker_ros.core.tasks.questions.answers import KINDS, answer_invalid, matches
 from cityseeker_ros.core.tasks.questions.generator import CATEGORIES, QuestionSettings, generate_questions
 from cityseeker_ros.core.tasks.questions.metrics import METRICS, question_metrics

@@ -14,8 +14,14 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
-from cityseeker_ros.core.render.palette import GENERIC_WORDS, GLASS_STYLES, PLASTER_STYLES, facade_style_index, \
-    generic_word, split_class
+from cityseeker_ros.core.render.palette import (
+    GENERIC_WORDS,
+    GLASS_STYLES,
+    PLASTER_STYLES,
+    facade_style_index,
+    generic_word,
+    split_class,
+)
 from cityseeker_ros.core.render.textures import GROUND_FLOOR_M
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
 

@@ -25,8 +25,15 @@ from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.streets.transition import ActionModel
 from cityseeker_ros.core.tasks.episode import difficulty_of
 from cityseeker_ros.core.tasks.family import GeneratedTasks
-from cityseeker_ros.core.tasks.questions.answers import KINDS, bearing_xy, cardinal, category_words, fact, \
-    normalise, storeys_drawn
+from cityseeker_ros.core.tasks.questions.answers import (
+    KINDS,
+    bearing_xy,
+    cardinal,
+    category_words,
+    fact,
+    normalise,
+    storeys_drawn,
+)
 from cityseeker_ros.core.tasks.questions.legibility import SignSight
 from cityseeker_ros.core.tasks.task_file import TASK_FILE_VERSION
 from cityseeker_ros.core.worlds.scene import Poi, Scene
@@ -153,12 +160,13 @@ def _question(kind: str, target: _Place, places: Sequence[_Place], named: Sequen
             continue
         if kind == "name" and not _only_one_there(target, a, direction, places, settings.unique_radius_m):
             continue
-        if legible_nodes(a.poi):
-            anchors.append((d, a.poi.id, a, direction))
-    if not anchors:
-        return None
+        anchors.append((d, a.poi.id, a, direction))
+    # The nearest anchor whose board can be read (rendering only as far down the list as needed).
     anchors.sort(key=lambda x: (x[0], x[1]))
-    _, _, anchor, relation = anchors[0]
+    chosen = next((x for x in anchors if legible_nodes(x[2].poi)), None)
+    if chosen is None:
+        return None
+    _, _, anchor, relation = chosen
     details: dict[str, Any] = {"kind": kind, "target_poi": target.poi.id, "anchor_poi": anchor.poi.id}
     try:
         scene_answer = fact(scene, details)

@@ -86,3 +86,13 @@ def write_world_folder(folder: Path, graph: StreetGraph, scene: Scene, tasks_doc
 def street_folder(street, street_tasks, tmp_path_factory) -> Path:
     graph, scene = street
     return write_world_folder(tmp_path_factory.mktemp("world") / "highstreet", graph, scene, street_tasks.document)
+
+
+def street_world(folder: Path, split: str = "test"):
+    """The high street as a loaded World of the questions family (generated, written to `folder`)."""
+    from cityseeker_ros.core.tasks.family import get_family
+    from cityseeker_ros.core.worlds.folder import load_world
+
+    graph, scene = high_street()
+    doc = get_family("questions").generate(graph.name, graph, scene).document
+    return load_world(write_world_folder(folder, graph, scene, doc), split=split, family="questions")

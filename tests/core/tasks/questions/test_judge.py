@@ -1,0 +1,73 @@
+"""The optional 1-5 LLM judge over finished records, through a configured backend (the OpenAI
+backend against the canned loopback server): the paper's prompt, the mark parsed, prompt and
+model kept on each record, no call for a missing or invalid answer."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cityseeker_ros.core.agents.vlm.openai_backend import OpenAIBackend
+from cityseeker_ros.core.tasks.questions.judge import (
+    JUDGE_PROMPT_SHA256,
+    judge,
+    judge_prompt,
+    judge_summary,
+    parse_mark,
+)
+from tests.core.agents.vlm.canned_server import MODEL, CannedServer
+
+
+@pytest.fixture
+def canned(monkeypatch) -> Iterator[tuple[CannedServer, OpenAIBackend]]:
+    """The loopback server and an OpenAI backend talking to it, both closed after the test."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = CannedServer()
+    backend = OpenAIBackend(base_url=server.url, model=MODEL, timeout_s=5.0, backoff_s=0.01, backoff_max_s=0.05,
+                            json_mode="off")
+    yield server, backend
+    backend.close()
+    server.close()
+
+
+def reply(text: str) -> dict:
+    return {"body": {"id": "x", "object": "chat.completion", "model": MODEL,
+                     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                                                                                   "content": text}}]}}
+
+
+def record(answer, expected="Panificio Bruno", family="questions") -> dict:
+    return {"episode_id": "q1", "family": family, "question": "What is the name of the bakery?", "answer": answer,
+            "expected": expected}
+
+
+def test_the_prompt_is_the_papers_with_the_three_slots_filled():
+    text = judge_prompt("Q?", "Starbucks", "Starbuks")
+    assert text.startswith("You are an AI assistant who will help me to evaluate the response")
+    assert "Question: Q?\nAnswer: Starbucks\nResponse: Starbuks\n" in text
+    assert '{"mark": <integer>}' in text
+
+
+@pytest.mark.parametrize(("text", "mark"), [('{"mark": 4}', 4), ('Output: {\n "mark": 5\n}', 5), ("3", 3),
+                                            ("```json\n{\"mark\":2}\n```", 2), ("mark: 1", 1),
+                                            ("I think it is good", None), ('{"mark": 9}', None)])
+def test_the_mark_is_read_from_json_prose_or_a_lone_digit(text, mark):
+    assert parse_mark(text) == mark
+
+
+def test_judged_records_carry_score_reply_prompt_and_model(canned):
+    server, backend = canned
+    server.script.extend([reply('{"mark": 5}'), reply("no idea")])
+    records = [record("panificio bruno"), record("Bruno's"), record(""), record(None), record("x", family=None)]
+    out = judge(records, backend)
+    posts = server.posts()
+    assert len(posts) == 2  # neither the empty nor the missing answer, nor another family's record, is asked
+    assert "Response: panificio bruno" in posts[0]["body"]["messages"][-1]["content"]
+    assert out[0]["judge"]["score"] == 5 and out[0]["judge"]["model"]["model"] == MODEL
+    assert out[0]["judge"]["prompt_sha256"] == JUDGE_PROMPT_SHA256 and "Panificio Bruno" in out[0]["judge"]["prompt"]
+    assert out[1]["judge"]["score"] is None and out[1]["judge"]["reply"] == "no idea"
+    assert out[2]["judge"]["score"] == 1 and out[3]["judge"]["score"] == 1
+    assert "judge" not in out[4] and "judge" not in records[0]  # the input is left as it was
+    summary = judge_summary(out)
+    assert summary["judge_mean"] == pytest.approx((5 + 1 + 1) / 3, abs=1e-4) and summary["unreadable"] == 1
+    assert summary["models"][0]["model"] == MODEL
