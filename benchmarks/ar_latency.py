@@ -53,15 +53,12 @@ async def walk(trial: Trial, browser: Browser, world, steps: int) -> dict:
     stats0, state0, t0 = await trial.stats(), await ar_state(page), time.monotonic()
     shown, seeks, here = 0, 0, start
     while shown < steps:
+        await wait_ready_page(page, 60)
+        baseline = await ar_state(page)
         await seek(page, NEEDS[seeks % len(NEEDS)])
         seeks += 1
-        results = len((await ar_state(page))["ar"]["results"])
-        final = await guided_walk(page, world.graph, here)
-        shown = final["ar"]["guidanceShown"] - state0["ar"]["guidanceShown"]
-        last = final["ar"].get("lastGuidance") or {}
-        here = last.get("next_node") or last.get("node") or here
-        await page.wait_for(f"window.__ar.results.length > {results}", 30)
-        await wait_ready_page(page, 60)
+        final = await guided_walk(page, world.graph, here, baseline=baseline)
+        shown, here = final["ar"]["guidanceShown"] - state0["ar"]["guidanceShown"], final["node"]
     stats1, state1, t1 = await trial.stats(), await ar_state(page), time.monotonic()
     await page.close()
     frames = stats1["counts"].get("frame.accepted", 0) - stats0["counts"].get("frame.accepted", 0)

@@ -28,8 +28,8 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.loop.view_set import Answer, ViewSet
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, EndReason, Trajectory
-from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.core.tasks.family import family_of_record
+from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, Episode, World
+from cityseeker_ros.core.tasks.family import family_of_record, family_of_records
 from cityseeker_ros.ros.bag_records import Redecision, decision_outcome, recorded_decisions, records
 from cityseeker_ros.ros.bag_records import write_redecision as write_redecision  # bag/cli writes redecide's result
 from cityseeker_ros.ros.bag_storage import BagReader
@@ -54,17 +54,23 @@ def ended_episodes(reader: BagReader, topic: str = REPLAY_EPISODE) -> list[Episo
 
 
 class Dataset:
-    """The worlds and episodes a bag's tasks name."""
+    """The worlds and episodes a bag's tasks name, each task family's loaded when a task names it."""
 
     def __init__(self, data: Path, dataset: str = "auto") -> None:
-        self.worlds: dict[str, World] = {w.city: w for w in load_dataset(Path(data), dataset)}
-        self.data = Path(data)
+        self.data, self.dataset = Path(data), dataset
+        self._families: dict[str, dict[str, World]] = {}
 
-    def find(self, city: str, episode_id: str) -> tuple[World, Episode]:
-        world = self.worlds.get(city)
+    def _of(self, family: str) -> dict[str, World]:
+        if family not in self._families:
+            self._families[family] = {w.city: w for w in load_dataset(self.data, self.dataset, family=family)}
+        return self._families[family]
+
+    def find(self, city: str, episode_id: str, family: str = DEFAULT_FAMILY) -> tuple[World, Episode]:
+        worlds = self._of(family)
+        world = worlds.get(city)
         if world is None:
             raise ConfigError(f"{self.data}: no city {city!r} (the bag's episode {episode_id}); "
-                              f"it has {', '.join(sorted(self.worlds))}")
+                              f"it has {', '.join(sorted(worlds))}")
         for episode in world.episodes:
             if episode.episode_id == episode_id:
                 return world, episode
@@ -139,7 +145,7 @@ def rescore(bag: Path, data: Path, dataset: str = "auto", *, max_steps: int = DE
     records, comparisons = [], []
     for msg in episodes:
         assert msg.task is not None
-        world, episode = worlds.find(msg.task.city, msg.task.episode_id)
+        world, episode = worlds.find(msg.task.city, msg.task.episode_id, msg.task.family)
         record = episode_record(world, episode, msg, max_steps=max_steps, dtw_threshold_m=dtw_threshold_m)
         steps = [r for d in sorted(by_run.get(msg.task.key(), []), key=lambda d: d.step) for r in d.records]
         if steps:
@@ -155,7 +161,7 @@ def write_rescore(result: Rescore, out: Path, source: Mapping[str, Any]) -> dict
     write_text_atomic(out / EPISODES_FILE, "".join(json.dumps(r, separators=(",", ":")) + "\n"
                                                    for r in result.records))
     summary = result.summary()
-    summary["config"] = dict(source)
+    summary["config"] = {**source, "family": family_of_records(result.records).name}
     write_json_atomic(out / SUMMARY_FILE, summary)
     write_json_atomic(out / COMPARISON_FILE, result.comparison())
     return summary
@@ -201,7 +207,7 @@ def redecide(bag: Path, policy: str, policy_params: Optional[Mapping[str, Any]] 
         try:
             if task.key() != key:
                 key = task.key()
-                world, episode = (worlds.find(task.city, task.episode_id) if worlds is not None
+                world, episode = (worlds.find(task.city, task.episode_id, task.family) if worlds is not None
                                   else (None, task.episode()))
                 agent.reset(episode, episode_rng(task.seed, task.episode_id, task.round), world)
             decoded = (convert.view_set_images(vs, {f: images[(vs.stamp.sec, vs.stamp.nanosec, f)]

@@ -182,18 +182,24 @@ async def seek(page: Page, need: str) -> None:
 
 
 async def guided_walk(page: Page, graph: Any, start: str, *, step_timeout_s: float = 60.0,
-                      on_guidance: Optional[Any] = None, max_steps: int = 100) -> dict[str, Any]:
-    """Follow each guidance shown until a result is shown: turn to its heading, walk to its next
-    node. `on_guidance(index, state)` is awaited after each one is shown. The page's final state."""
-    node, seen = start, 0
+                      on_guidance: Optional[Any] = None, max_steps: int = 100,
+                      baseline: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Follow each guidance shown from now until the next result is shown: turn to its heading,
+    walk to its next node. `on_guidance(index, state)` (index from 1) is awaited after each one is
+    shown. `baseline`: the page's state before the need was sent (default: now). The page's final
+    state, with `node`, where the walker stands."""
+    state = baseline if baseline is not None else await ar_state(page)
+    node, seen, ended = start, state["ar"]["guidanceShown"], len(state["ar"]["results"])
+    first = seen
     while True:
-        await page.wait_for(f"window.__ar.guidanceShown > {seen} || window.__ar.results.length > 0", step_timeout_s)
+        await page.wait_for(f"window.__ar.guidanceShown > {seen} || window.__ar.results.length > {ended}",
+                            step_timeout_s)
         state = await ar_state(page)
         if state["ar"]["guidanceShown"] > seen:
             seen = state["ar"]["guidanceShown"]
             g = state["ar"].get("lastGuidance") or {}
             if on_guidance is not None:
-                await on_guidance(seen, state)
+                await on_guidance(seen - first, state)
             next_node = g.get("next_node")
             if next_node and next_node in graph.nodes:
                 here, there = graph.nodes[node], graph.nodes[next_node]
@@ -201,6 +207,6 @@ async def guided_walk(page: Page, graph: Any, start: str, *, step_timeout_s: flo
                     await heading(page, float(g["heading_deg"]))
                 await walk(page, here.lat, here.lon, there.lat, there.lon)
                 node = next_node
-        if state["ar"]["results"] or seen >= max_steps:
-            await page.wait_for("window.__ar.results.length > 0", step_timeout_s)
-            return await ar_state(page)
+        if len(state["ar"]["results"]) > ended or seen - first >= max_steps:
+            await page.wait_for(f"window.__ar.results.length > {ended}", step_timeout_s)
+            return {**await ar_state(page), "node": node}

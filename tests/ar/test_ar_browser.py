@@ -63,6 +63,7 @@ def test_one_seek_on_monaco_from_need_to_result_shows_and_speaks_every_guidance(
         start, lat, lon, facing = _start(monaco)
         page = await open_phone(browser, trial, lat, lon, facing)
         await wait_ready_page(page)
+        baseline = await ar_state(page)
         await seek(page, "I am thirsty")
         overlays, spoken_at = [], []
 
@@ -77,7 +78,7 @@ def test_one_seek_on_monaco_from_need_to_result_shows_and_speaks_every_guidance(
                 arrow_yellow = (pixels[..., 0] > 220) & (pixels[..., 1] > 190) & (pixels[..., 2] < 60)
                 assert arrow_yellow.sum() > 200, "the yellow guidance arrow is not on the screenshot"
 
-        final = await guided_walk(page, monaco.graph, start, on_guidance=on_guidance)
+        final = await guided_walk(page, monaco.graph, start, on_guidance=on_guidance, baseline=baseline)
         await page.close()
         return final, overlays, spoken_at
 

@@ -118,7 +118,13 @@ function startGeolocation() {
     state.fixError = "";
     sendFix();
   };
-  const onError = (err) => { state.fixError = `location: ${err.message || err.code}`; render(); };
+  const REASONS = { 1: "location access was refused: allow it in the browser's site settings",
+                    2: "no position available yet", 3: "the position took too long" };
+  const onError = (err) => {   // said only while there is no usable fix: a failed refresh is no news
+    if (state.fix && Date.now() - state.fix.at < FIX_MAX_AGE_MS) return;
+    state.fixError = `waiting for a location fix: ${REASONS[err.code] || err.message}`;
+    render();
+  };
   navigator.geolocation.watchPosition(onPosition, onError, options);
   // A phone standing still may get no new watch callback: ask again when the last is a few seconds
   // old, and repeat the latest fix each second while it is younger than FIX_MAX_AGE_MS.

@@ -134,7 +134,7 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
         "cities": sorted(worlds),
         "synthetic": any(w.synthetic for w in worlds.values()),
         "view_sources": view_sources,
-        "prompt": prompt_record(c.policy, c.policy_params),  # profile, version, template hash
+        "prompt": prompt_record(c.policy, c.policy_params, c.family),  # profile, version, template hash
         "data_files": resolved_keys({p: h for w in worlds.values() for p, h in w.source_files.items()}),
         "package_version": __version__,
         "versions": {"python": platform.python_version(), "numpy": np.__version__,

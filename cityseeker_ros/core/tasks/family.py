@@ -81,7 +81,7 @@ class TaskFamily(ABC):
     actions: ClassVar[frozenset[str]] = MOVE_ACTIONS
     metrics: ClassVar[tuple[MetricSpec, ...]]
     success_metric: ClassVar[str]  # 100 = the episode succeeded (Seek results, failure analysis)
-    success_words: ClassVar[str]  # what success means, in a few words for progress lines
+    success_words: ClassVar[str] = "succeeded"  # what success means, in a few words for progress lines
     headline: ClassVar[tuple[str, ...]]  # compare's columns, the report's first table
     breakdown: ClassVar[tuple[str, ...]]  # the report's per-category and per-difficulty columns
     ablation: ClassVar[tuple[tuple[str, str], ...]]  # (metric, column title) of the ablation table

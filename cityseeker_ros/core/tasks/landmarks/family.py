@@ -5,12 +5,13 @@ stops. Judged by SR and SPL within PReP's budget (2.5 times the shortest route).
 from __future__ import annotations
 
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.core.tasks.family import GeneratedTasks, Loaded, MetricSpec, PromptForms, TaskFamily
+from cityseeker_ros.core.tasks.family import GeneratedTasks, Loaded, MetricSpec, PaperRow, PromptForms, TaskFamily
 from cityseeker_ros.core.tasks.landmarks.generator import CATEGORIES, FAMILY
 from cityseeker_ros.core.tasks.landmarks.metrics import METRICS, landmark_metrics, success_radius_m
 from cityseeker_ros.core.tasks.landmarks.relations import GOAL, Relation
@@ -43,10 +44,23 @@ class LandmarksFamily(TaskFamily):
                                 "map by rule: 8-point compass words, rounded distances)")
     metrics: ClassVar[tuple[MetricSpec, ...]] = METRICS
     success_metric: ClassVar[str] = "sr"
+    success_words: ClassVar[str] = "stopped at the goal or one street edge from it"
     headline: ClassVar[tuple[str, ...]] = ("sr", "spl", "osr", "final_m", "steps")
     breakdown: ClassVar[tuple[str, ...]] = ("sr", "spl", "osr", "final_m", "steps")
     ablation: ClassVar[tuple[tuple[str, str], ...]] = (("sr", "SR (%)"), ("spl", "SPL (%)"))
     baselines: ClassVar[tuple[str, ...]] = ("random", "landmark-seeker", "landmark-oracle", "oracle")
+    perfect_perception: ClassVar[Optional[str]] = "landmark-oracle"  # PReP's oracle: ground-truth landmark geometry
+    # PReP's Tables 1 and 2, each row the mean of its four cities (Beijing, Shanghai, New York, Paris).
+    paper: ClassVar[tuple[PaperRow, ...]] = (
+        PaperRow("Random", "Table 1", MappingProxyType({"sr": 1.0, "spl": 0.64})),
+        PaperRow("React (PReP without reflection or planning)", "Table 1",
+                 MappingProxyType({"sr": 21.25, "spl": 15.62})),
+        PaperRow("PReP", "Table 1", MappingProxyType({"sr": 53.25, "spl": 38.34})),
+        PaperRow("PReP, oracle perception", "Table 2", MappingProxyType({"sr": 57.25, "spl": 40.58})),
+    )
+    paper_metrics: ClassVar[tuple[str, ...]] = ("sr", "spl")
+    paper_scope: ClassVar[str] = ("4 cities x 100 test tasks, 50 m steps, shortest routes N(30, 10) steps, budget 2.5x "
+                                  "the shortest route, GPT-4-turbo; means of the per-city values")
     prompts: ClassVar[PromptForms] = PROMPTS
 
     def score(self, world: World, episode: Episode, trajectory: Trajectory, solvable: bool, *,

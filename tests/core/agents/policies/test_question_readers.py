@@ -2,6 +2,8 @@
 visible-sign lists along its own walk; the OCR agent from what it reads in the pixels."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from cityseeker_ros.core.agents.policies import make_policy
@@ -57,8 +59,8 @@ def test_the_ocr_agent_answers_within_the_budget_from_what_it_reads(world):
     from cityseeker_ros.core.sensing.views import make_view_source
 
     views = make_view_source("rendered", world, {})
-    ep = world.episodes[0]
+    ep = dataclasses.replace(world.episodes[0], budget=6)  # OCR costs a second a step on two cores
     r = run_episode(world, ep, make_policy("question-ocr"), seed=0, views=views)
     assert "error" not in r and r["end_reason"] == "answered" and r["answer"]
-    assert r["steps"] <= 49
+    assert r["steps"] <= 5  # it answers (a guess at worst) before the budget ends the episode
     assert all("read" in d for d in r["decisions"])
