@@ -63,10 +63,11 @@ def load_runs(outs: Sequence[Path]) -> list[Run]:
         runs.append(Run(out, summary, episodes))
         files.append({Path(p).name: h for p, h in summary.get("config", {}).get("data_files", {}).items()})
     first = runs[0]
-    for run, data in zip(runs[1:], files[1:]):
+    for run in runs[1:]:
         if run.family.name != first.family.name:
             raise ConfigError(f"compare: {run.out} ran {run.family.name} and {first.out} {first.family.name}: "
                               "their measures differ; compare runs of one task family")
+    for run, data in zip(runs[1:], files[1:]):
         if run.episodes != first.episodes:
             only = sorted(run.episodes ^ first.episodes)
             raise ConfigError(f"compare: {run.out} and {first.out} ran different episodes ({len(only)} in one only, "

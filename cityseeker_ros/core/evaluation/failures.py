@@ -22,13 +22,13 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.streets.geodesy import pairwise_geodesic_m
-from cityseeker_ros.core.tasks.family import family_of_record
+from cityseeker_ros.core.tasks.family import family_of_record, family_of_records
 
 NEAR_M = 50.0  # the paper's TCP radius; also the OSR radius of metrics.py
 TAGS = ("success", "success-with-loop", "loop", "premature-stop", "overshoot", "never-stopped",
         "parse-error", "backend-error", "unsolvable")
 TAG_MEANING = {
-    "success": "final node within 50 m of the target (TCP50)",
+    "success": "succeeded by the task family's measure (needs: final node within 50 m of the target, TCP50)",
     "success-with-loop": "success, but some node was visited more than once",
     "loop": "failure with a node visited more than once (A-B-A oscillation counts)",
     "premature-stop": "stopped, and no node of the path ever came within 50 m of the target",
@@ -199,7 +199,7 @@ def failure_tree(records: Sequence[Mapping[str, Any]], coords: Optional[Coords] 
     """A count tree over episodes. Every node is {key, label, count, children, tags}.
 
         all
-        |- success                    (TCP50)
+        |- success                    (the family's success measure: TCP50 for needs)
         |  |- success/clean           no node visited twice
         |  `- success/loop            some node visited twice
         `- failure
@@ -221,7 +221,8 @@ def failure_tree(records: Sequence[Mapping[str, Any]], coords: Optional[Coords] 
         tagged.append((r, episode_tags(r, c), c))
     wins = [(r, t) for r, t, _ in tagged if "success" in t]
     losses = [(r, t, c) for r, t, c in tagged if "success" not in t]
-    success = _node("success", "Success (TCP50)", wins, [
+    family = family_of_records(records)
+    success = _node("success", f"Success ({family.spec(family.success_metric).label})", wins, [
         _node("success/clean", "clean: no node visited twice", [m for m in wins if "success-with-loop" not in m[1]]),
         _node("success/loop", "with a loop: some node visited twice", [m for m in wins if "success-with-loop" in m[1]]),
     ])

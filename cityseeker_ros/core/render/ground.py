@@ -20,7 +20,7 @@ from cityseeker_ros.core.render.textures import GROUND_COVERS
 from cityseeker_ros.core.worlds.scene import Scene
 
 GROUND_CELL_M = 0.5
-MAX_CELLS = 40_000_000
+MAX_CELLS = 48_000_000  # one byte each; Monaco with a 250 m margin needs 41 M at 0.5 m
 KERB_M = 0.5
 APRON_M = 2.2  # paved strip along every wall (render.clutter.PAVEMENT_M)
 URBAN_M = 12.0  # ground this near a building is paved unless landuse says otherwise; farther is grass

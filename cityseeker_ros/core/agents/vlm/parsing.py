@@ -63,6 +63,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Optional, TypeVar
 
 from cityseeker_ros.core.agents.vlm.schema import (
@@ -1009,3 +1010,38 @@ def _stop_for_answer(text: str, problems: list[str]) -> Optional[_Answer]:
         return None
     problems.append("no stop or action; the answer given read as STOP")
     return _Answer(stop=True)
+
+
+# --- free-form objects (the seed agents' perception, reflection and planning replies) -------
+
+@dataclass
+class ObjectRead:
+    """A reply read as one JSON object: `fields` (keys lower-cased, spaces as `_`) or None with
+    `error` set. `problems` lists the repairs, as for decisions; `cut` as ParsedDecision.cut."""
+
+    fields: Optional[dict[str, Any]]
+    problems: list[str] = field(default_factory=list)
+    error: Optional[str] = None
+    cut: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def read_object(reply: Any, keys: Sequence[str]) -> ObjectRead:
+    """The first object in the reply (or inside a wrapper in it) holding any of `keys`, read
+    with the same lenient reader as the decisions (rules 1 and 2); never raises."""
+    problems: list[str] = []
+    wanted = frozenset(_norm_key(k) for k in keys)
+    try:
+        text, cut = _as_text(reply, problems)
+        for obj, start, end in _objects(text):
+            found = _nested(obj, lambda d: not wanted.isdisjoint(d))
+            if found is not None:
+                if not _strict_json_ok(text[start:end]):
+                    problems.append("JSON repaired (quotes, commas, comments or constants)")
+                return ObjectRead(found, problems, cut=cut)
+        return ObjectRead(None, problems, f"no JSON object with any of {', '.join(sorted(wanted))}", cut)
+    except Exception as exc:  # a reader bug costs one call, never the episode
+        return ObjectRead(None, [], f"{INTERNAL_ERROR}: {type(exc).__name__}: {exc}")

@@ -117,7 +117,56 @@ def _backend_params(value: Any) -> dict[str, Any]:
     return dict(value or {})
 
 
+def fallback_action(obs: Observation, fallback: str) -> Action:
+    """The action when no reply could be used: "stop" stops, "forward" takes the view closest
+    to the direction of travel, "first" view 0 (the paper's action 0). No view: stop."""
+    if fallback == "stop" or not obs.views:
+        return STOP
+    if fallback == "forward":
+        view = min(obs.views, key=lambda v: (abs(circular_difference(v.heading, obs.facing)), v.index))
+        return move(view.index)
+    return move(obs.views[0].index)
+
+
 _SHARED_BACKENDS: dict[tuple[str, str], Backend] = {}
+
+
+def backend_settings(who: str, backend: Optional[str], model: Optional[str],
+                     backend_params: Optional[dict[str, Any]],
+                     backend_instance: Optional[Backend]) -> tuple[str, dict[str, Any]]:
+    """(backend name, backend parameters) of a model-calling policy, checked at construction:
+    the model given once, an injected instance a Backend, a named backend known (an unknown
+    name fails now, listing the known ones). `who` opens the error messages. Every policy that
+    calls a model (the VLM policy, the seed agents) builds its backend settings here."""
+    params = _backend_params(backend_params)
+    if model is not None:
+        if "model" in params:
+            raise ConfigError(f"{who}: give the model once, as model or in backend_params, not both")
+        params["model"] = model
+    if backend_instance is not None:
+        if not isinstance(backend_instance, Backend):
+            raise ConfigError(f"{who}: backend_instance must be a Backend, got {type(backend_instance)}")
+    elif backend is None:
+        raise ConfigError(f"{who}: name a backend; known: {', '.join(BACKENDS.names()) or '(none)'}")
+    else:
+        BACKENDS.get(backend)
+    return (backend if backend is not None else backend_instance.name), params  # type: ignore[union-attr]
+
+
+def shared_backend(name: str, params: dict[str, Any]) -> Backend:
+    """The backend `name` made with `params`, made once per process: policies with the same
+    settings share it, so lockstep episodes load a model once."""
+    key = (name, json.dumps(params, sort_keys=True, default=str))
+    if key not in _SHARED_BACKENDS:
+        _SHARED_BACKENDS[key] = make_backend(name, **params)
+    return _SHARED_BACKENDS[key]
+
+
+def release_backend(backend: Backend) -> None:
+    """Close a backend made by shared_backend and forget it."""
+    for key in [k for k, b in _SHARED_BACKENDS.items() if b is backend]:
+        del _SHARED_BACKENDS[key]
+    backend.close()
 
 
 @POLICIES.register("vlm")
@@ -168,20 +217,8 @@ class VlmPolicy(Policy):
         for name, value, least in (("retries", retries, 0), ("max_new_tokens", max_new_tokens, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ConfigError(f"vlm policy: {name} must be an integer >= {least}, got {value!r}")
-        params = _backend_params(backend_params)
-        if model is not None:
-            if "model" in params:
-                raise ConfigError("vlm policy: give the model once, as model or in backend_params, not both")
-            params["model"] = model
-        if backend_instance is not None:
-            if not isinstance(backend_instance, Backend):
-                raise ConfigError(f"vlm policy: backend_instance must be a Backend, got {type(backend_instance)}")
-        elif backend is None:
-            raise ConfigError(f"vlm policy: name a backend; known: {', '.join(BACKENDS.names()) or '(none)'}")
-        else:
-            BACKENDS.get(backend)  # an unknown name fails now, listing the known ones
-        self.backend_name = backend if backend is not None else backend_instance.name
-        self.backend_params = params
+        self.backend_name, self.backend_params = backend_settings("vlm policy", backend, model, backend_params,
+                                                                  backend_instance)
         self.mode = mode
         self.max_new_tokens = max_new_tokens
         self.retries = retries
@@ -207,10 +244,7 @@ class VlmPolicy(Policy):
         """Made on first use; policies with the same backend settings in one process share it,
         so lockstep episodes (`act_together`) load a model once."""
         if self._backend is None:
-            key = (self.backend_name, json.dumps(self.backend_params, sort_keys=True, default=str))
-            if key not in _SHARED_BACKENDS:
-                _SHARED_BACKENDS[key] = make_backend(self.backend_name, **self.backend_params)
-            self._backend = _SHARED_BACKENDS[key]
+            self._backend = shared_backend(self.backend_name, self.backend_params)
         return self._backend
 
     def prepare(self) -> None:
@@ -385,12 +419,7 @@ class VlmPolicy(Policy):
         return self._fallback(step.obs)
 
     def _fallback(self, obs: Observation) -> Action:
-        if self.fallback == "stop":
-            return STOP
-        if self.fallback == "forward":
-            view = min(obs.views, key=lambda v: (abs(circular_difference(v.heading, obs.facing)), v.index))
-            return move(view.index)
-        return move(obs.views[0].index)
+        return fallback_action(obs, self.fallback)
 
     def _record(self, step: _Step, total_s: float) -> dict[str, Any]:
         assert step.action is not None
@@ -443,7 +472,5 @@ class VlmPolicy(Policy):
     def close(self) -> None:
         """Release a backend this policy made; an injected one belongs to the caller."""
         if self._backend is not None and self._owns_backend:
-            for key in [k for k, b in _SHARED_BACKENDS.items() if b is self._backend]:
-                del _SHARED_BACKENDS[key]
-            self._backend.close()
+            release_backend(self._backend)
             self._backend = None
