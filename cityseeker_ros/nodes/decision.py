@@ -373,7 +373,7 @@ class DecisionNode(LifecycleNode):
             logged = len(policy.step_records())
             decision = policy.decide(convert.view_set_to_observation(view_set, decoded), _context(view_set))
             return Answer.of(view_set, decision, self._policy_name, time.perf_counter() - start,
-                             policy.step_records()[logged:])
+                             policy.step_records()[logged:], policy.episode_extras())
         except Exception as exc:
             return Answer.failed(view_set, redact_text(f"{type(exc).__name__}: {exc}"), self._policy_name,
                                  time.perf_counter() - start)

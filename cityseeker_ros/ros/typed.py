@@ -185,7 +185,8 @@ def decision_to_ros(answer: Answer) -> ci.Decision:
                        ok=decision is not None, action=action_to_ros(decision.action if decision else None),
                        error=_text(answer.error), confidence=nan_or(decision.confidence if decision else None),
                        rationale=_text(decision.rationale if decision else ""), policy=_text(answer.policy),
-                       latency_s=float(answer.latency_s), records_json=_json(answer.records))
+                       latency_s=float(answer.latency_s), records_json=_json(answer.records),
+                       extras_json=_json(answer.extras) if answer.extras else "")
 
 
 def decision_from_ros(msg: ci.Decision) -> Answer:
@@ -193,9 +194,12 @@ def decision_from_ros(msg: ci.Decision) -> Answer:
     records = loads_json(msg.records_json) if msg.records_json else []
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise ValueError("Decision.records_json must be a JSON array of objects")
+    extras = loads_json(msg.extras_json) if msg.extras_json else {}
+    if not isinstance(extras, dict):
+        raise ValueError("Decision.extras_json must be a JSON object")
     decision = Decision(action_from_ros(msg.action), or_none(msg.confidence), msg.rationale) if msg.ok else None
     return Answer(msg.view_set_id, task_from_ros(msg.task), int(msg.step), msg.policy, float(msg.latency_s),
-                  decision, None if msg.ok else (msg.error or "the decision carried no action"), records)
+                  decision, None if msg.ok else (msg.error or "the decision carried no action"), records, extras)
 
 
 def world_action_to_ros(action: ActionMsg) -> ci.WorldAction:

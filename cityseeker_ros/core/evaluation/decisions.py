@@ -1,6 +1,7 @@
 """Summaries of per-decision records: how often replies had to be repaired, retried or
 replaced by the fallback (the paper reports 6.3% format errors for Qwen2.5-VL-32B), and
-where decision time goes."""
+where decision time goes. Agents that make several named calls per step (the seed agents,
+core/agents/seeds/calls.py) get their calls, tokens and seconds per step, per agent."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -42,4 +43,36 @@ def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             tokens[kind] = {"mean": round(float(np.mean(counts)), 1), "total": int(sum(counts))}
     if tokens:
         out["tokens"] = tokens
+    agents = calls_per_agent(steps)
+    if agents:
+        out["agents"] = agents
+    return out
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def calls_per_agent(steps: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per agent (a step record's `agent`), over its steps that list their `calls`: the mean
+    calls, tokens in and out, and seconds per step, the totals, and the calls per role. Tokens
+    are averaged over the steps whose backend reported them."""
+    out: dict[str, dict[str, Any]] = {}
+    for agent in sorted({str(d.get("agent")) for d in steps if isinstance(d.get("calls"), list)}):
+        mine = [d for d in steps if isinstance(d.get("calls"), list) and str(d.get("agent")) == agent]
+        row: dict[str, Any] = {"steps": len(mine), "calls_per_step": _mean([len(d["calls"]) for d in mine]),
+                               "calls": sum(len(d["calls"]) for d in mine),
+                               "seconds_per_step": _mean([float(d.get("seconds") or 0.0) for d in mine]),
+                               "seconds": round(sum(float(d.get("seconds") or 0.0) for d in mine), 4),
+                               "failed_calls": sum("parse_error" in c for d in mine for c in d["calls"])}
+        for key in ("tokens_in", "tokens_out"):
+            counted = [d[key] for d in mine if isinstance(d.get(key), int)]
+            row[f"{key}_per_step"] = _mean(counted)
+            row[key] = int(sum(counted)) if counted else None
+        roles: dict[str, int] = {}
+        for d in mine:
+            for c in d["calls"]:
+                roles[str(c.get("role"))] = roles.get(str(c.get("role")), 0) + 1
+        row["roles"] = dict(sorted(roles.items()))
+        out[agent] = row
     return out

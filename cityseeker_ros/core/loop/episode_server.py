@@ -95,10 +95,10 @@ class EpisodeServerLoop(ReplayLoop):
         return True
 
     def decision(self, view_set_id: str, decision: Optional[Decision], records: list[dict[str, Any]],
-                 error: Optional[str] = None) -> None:
+                 error: Optional[str] = None, extras: Optional[dict[str, Any]] = None) -> None:
         pending = self._pending
         self._asked_at = pending[1] if pending is not None and pending[0].view_set_id == view_set_id else None
-        super().decision(view_set_id, decision, records, error)
+        super().decision(view_set_id, decision, records, error, extras)
 
     def _begin(self, task: SeededEpisode, round: int) -> None:
         self.cancel_reason, self._walked, self._asked_at = None, [task.episode.start], None

@@ -208,10 +208,10 @@ class SeekSession(LiveLoop):
             self._guard()
 
     def decision(self, view_set_id: str, decision: Optional[Decision], records: list[dict[str, Any]],
-                 error: Optional[str] = None) -> None:
+                 error: Optional[str] = None, extras: Optional[dict[str, Any]] = None) -> None:
         with self._lock:
             self._guard()
-            super().decision(view_set_id, decision, records, error)
+            super().decision(view_set_id, decision, records, error, extras)
             self._guard()
 
     def location(self, lat: Optional[float], lon: Optional[float], node: Optional[str], on_node: bool) -> None:

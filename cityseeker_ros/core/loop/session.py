@@ -69,6 +69,9 @@ class EpisodeSession:
         self.observed: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
         self.holds: list[HoldSpan] = []
+        # The decision side's policy's episode extras (the latest answer's): the record carries them
+        # as an in-process run's does, where the policy is not under a supervisor.
+        self.policy_extras: dict[str, Any] = {}
         if supervisor is not None:
             supervisor.begin_round(seed, round)
             rng: np.random.Generator = episode_rng(seed, episode.episode_id, round)
@@ -96,7 +99,7 @@ class EpisodeSession:
 
     def record(self, trajectory: Trajectory) -> dict[str, Any]:
         """The round's record (made durable in the memory when supervised)."""
-        extras = self.supervisor.episode_extras() if self.supervisor is not None else {}
+        extras = self.supervisor.episode_extras() if self.supervisor is not None else self.policy_extras
         record = episode_record(self.world, self.episode, self.seed, trajectory, self.observed,
                                 max_steps=self.config.max_steps, dtw_threshold_m=self.config.dtw_threshold_m,
                                 decisions=self.decisions, extras=extras)

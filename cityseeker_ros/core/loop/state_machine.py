@@ -161,10 +161,10 @@ class EpisodeLoop:
 
     def answer(self, answer: Answer) -> None:
         """The decision side's answer to a view set (as `decision`)."""
-        self.decision(answer.view_set_id, answer.decision, list(answer.records), answer.error)
+        self.decision(answer.view_set_id, answer.decision, list(answer.records), answer.error, answer.extras)
 
     def decision(self, view_set_id: str, decision: Optional[Decision], records: list[dict[str, Any]],
-                 error: Optional[str] = None) -> None:
+                 error: Optional[str] = None, extras: Optional[dict[str, Any]] = None) -> None:
         """The decision node answered `view_set_id` (answers to anything else are ignored)."""
         if self._pending is None or self._pending[0].view_set_id != view_set_id or self.session is None:
             return
@@ -175,6 +175,8 @@ class EpisodeLoop:
             self.session.held(HoldSpan(view_set.step, view_set.view_set_id, round(held, 3), self.reason))
             self.outputs.log("info", f"resumed: a decision came after {held:.1f} s")
             self._hold_since, self.state, self.reason = None, "running", ""
+        if extras:
+            self.session.policy_extras = dict(extras)
         if error is not None or decision is None:
             self.session.failed(records)
             self._decision_failed(view_set, error or "the decision carried no action")

@@ -177,6 +177,7 @@ class Answer:
     decision: Optional[Decision] = None
     error: Optional[str] = None
     records: list[dict[str, Any]] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)  # Policy.episode_extras() after this decision
 
     def __post_init__(self) -> None:
         if (self.decision is None) == (self.error is None):
@@ -184,9 +185,9 @@ class Answer:
 
     @classmethod
     def of(cls, view_set: ViewSet, decision: Decision, policy: str, latency_s: float,
-           records: Optional[list[dict[str, Any]]] = None) -> Answer:
+           records: Optional[list[dict[str, Any]]] = None, extras: Optional[dict[str, Any]] = None) -> Answer:
         return cls(view_set.view_set_id, view_set.task, view_set.step, policy, latency_s, decision,
-                   records=list(records or []))
+                   records=list(records or []), extras=dict(extras or {}))
 
     @classmethod
     def failed(cls, view_set: ViewSet, error: str, policy: str, latency_s: float) -> Answer:

@@ -35,7 +35,13 @@ import numpy as np
 from cityseeker_ros.core.agents.policies.base import Decision, Policy, PromptContext
 from cityseeker_ros.core.agents.vlm.backend import Backend, BackendError, GenerationRequest, Message
 from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS, ObjectRead, read_object
-from cityseeker_ros.core.agents.vlm.policy import FALLBACKS, backend_settings, fallback_action, release_backend, shared_backend
+from cityseeker_ros.core.agents.vlm.policy import (
+    FALLBACKS,
+    backend_settings,
+    fallback_action,
+    release_backend,
+    shared_backend,
+)
 from cityseeker_ros.core.agents.vlm.prompts import prompt_hash
 from cityseeker_ros.core.agents.vlm.schema import ParsedDecision
 from cityseeker_ros.core.infra.errors import ConfigError

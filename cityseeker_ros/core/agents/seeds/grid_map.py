@@ -11,7 +11,6 @@ indices, column 0 at the west edge and row 0 at the south edge.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -145,7 +144,7 @@ class GridMap:
         changed = True
         while changed:  # a merge can make the object touch another: judge again against all
             changed = False
-            for obj in list(self._objects.values()):
+            for obj in self.objects():  # in id order, so the same sightings give the same map
                 if obj in absorbed or obj.cls != cls:
                     continue
                 if merged.label and obj.label and not labels_match(merged.label, obj.label):
@@ -153,7 +152,7 @@ class GridMap:
                 if _adjacent(merged.cells, obj.cells):
                     absorbed.append(obj)
                     merged = MapObject("", cls, merged.cells | obj.cells, self.resolution_m, self.half_m,
-                                       merged.label or obj.label, merged.seen + obj.seen)
+                                       obj.label or merged.label, merged.seen + obj.seen)
                     changed = True
         for obj in absorbed:
             del self._objects[obj.id]
@@ -254,7 +253,3 @@ class GridMap:
 def _id_order(oid: str) -> tuple[str, int]:
     stem, _, number = oid.rpartition("_")
     return (stem, int(number)) if number.isdigit() else (oid, 0)
-
-
-def nearest(points: Iterable[Point], at: Point) -> Optional[Point]:
-    return min(points, key=lambda p: (math.hypot(p[0] - at[0], p[1] - at[1]), p), default=None)

@@ -187,6 +187,12 @@ def decisions_table(summary: dict) -> Table | None:
             ("Episodes ended by a backend error", str(d["episodes_ended_by_error"]))]
     rows += [(f"Latency {key}: p50 / p95 (s)", f"{v['p50']:.3f} / {v['p95']:.3f}")
              for key, v in d.get("latency_s", {}).items()]
+    for agent, a in d.get("agents", {}).items():  # agents with named calls per step (core/agents/seeds)
+        rows += [(f"{agent}: calls / tokens in / tokens out / seconds per step",
+                  f"{fmt(a['calls_per_step'], 2)} / {fmt(a['tokens_in_per_step'], 1)} / "
+                  f"{fmt(a['tokens_out_per_step'], 1)} / {fmt(a['seconds_per_step'], 3)}"),
+                 (f"{agent}: calls by role (unreadable)",
+                  ", ".join(f"{role} {n}" for role, n in a["roles"].items()) + f" ({a['failed_calls']})")]
     return Table("Decisions", ("Measure", "Value"), tuple(rows),
                  "A fallback is a decision whose reply could not be parsed even after one retry "
                  "(the paper reports 6.3% format errors for Qwen2.5-VL-32B).")

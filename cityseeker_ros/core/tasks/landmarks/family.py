@@ -67,6 +67,15 @@ class LandmarksFamily(TaskFamily):
               dtw_threshold_m: float) -> dict[str, float]:
         return landmark_metrics(world.graph, episode, trajectory)
 
+    def public_details(self, episode: Episode) -> dict[str, Any]:
+        """The landmarks (name, colour, height) and the relations as D states them (word, distance
+        and tolerance), without the true bearings and distances the checker and reports use."""
+        hidden = ("bearing_deg", "true_distance_m")
+        details = episode.details
+        return {"landmarks": details.get("landmarks", []),
+                **{key: [{k: v for k, v in r.items() if k not in hidden} for r in details.get(key, [])]
+                   for key in ("goal_relations", "landmark_relations")}}
+
     def record_fields(self, world: World, episode: Episode, trajectory: Trajectory) -> dict[str, Any]:
         return {"family": self.name, "budget": self.budget(episode, 0),
                 "success_radius_m": round(success_radius_m(world.graph, episode.target), 1),

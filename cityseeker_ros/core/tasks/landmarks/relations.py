@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Optional
 
 from cityseeker_ros.core.streets.geodesy import WGS84, circular_difference
 
@@ -68,8 +68,8 @@ class Relation:
     landmark_name: str
     direction: str
     distance_m: int
-    bearing_deg: float
-    true_distance_m: float
+    bearing_deg: Optional[float] = None  # None where an agent is told the relation (public_details)
+    true_distance_m: Optional[float] = None
     direction_tolerance_deg: float = DIRECTION_TOLERANCE_DEG
     distance_tolerance_m: float = 0.0
 

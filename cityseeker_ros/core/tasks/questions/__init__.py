@@ -62,6 +62,11 @@ class QuestionsFamily(TaskFamily):
     oracle: ClassVar[str] = "question-oracle"
     prompts: ClassVar[PromptForms] = PROMPTS
 
+    def public_details(self, episode: Episode) -> dict[str, Any]:
+        """What the question's words say (its kind, and the parse a planner makes of them); the
+        expected answer and where it is legible stay with the judge."""
+        return {k: episode.details[k] for k in ("kind", "question", "parse") if k in episode.details}
+
     def score(self, world: World, episode: Episode, trajectory: Trajectory, solvable: bool, *,
               dtw_threshold_m: float) -> dict[str, float]:
         return question_metrics(world, episode, trajectory, solvable)
