@@ -612,12 +612,13 @@ def cmd_world_info(args: argparse.Namespace) -> int:
 
 
 def cmd_world_tasks(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.tasks.family import get_family
     from cityseeker_ros.core.worlds.build import add_family_tasks
 
     made = add_family_tasks(args.world, parse_families(args.families), seed=args.seed)
     for family, generated in made.items():
         if generated.why_none:
-            print(f"  no {family} tasks: {generated.why_none}")
+            print(f"  no {get_family(family).title.lower()}: {generated.why_none}")
         else:
             print(f"wrote {family} tasks into {args.world}: " +
                   ", ".join(f"{k} {v}" for k, v in generated.counts.items()))

@@ -32,7 +32,7 @@ def test_monaco_has_tasks_in_all_seven_categories(monaco_dir):
 
 def test_rebuilding_writes_identical_files(monaco_dir, monaco_pbf, tmp_path):
     again = tmp_path / "monaco"
-    build_world(str(monaco_pbf), again, name="monaco")
+    build_world(str(monaco_pbf), again, name="monaco", families=["needs"])  # as monaco_dir is built
     for name in FILES:
         assert (again / name).read_bytes() == (monaco_dir / name).read_bytes(), name
 
@@ -166,7 +166,8 @@ def test_a_world_without_tasks_is_an_error_that_says_why_and_writes_nothing(tmp_
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("cityseeker: error:") and len(err.strip().splitlines()) == 1
-    assert "no navigation task can be made inside bbox" in err and reason in err, err
+    assert "no task of any family can be made inside bbox" in err and reason in err, err
+    assert "landmarks: no landmarks" in err and "questions: " in err  # every family says why
     assert not (tmp_path / "worlds").exists()  # no folder, no temporary sibling
     assert main(["world", "build", str(town), "--out", str(out)]) == 0  # the whole town has tasks
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -188,9 +189,11 @@ def test_thin_data_is_printed_and_recorded_and_the_time_includes_the_tasks(tmp_p
     assert density["pois_per_km2"] == pytest.approx(2 / density["area_km2"], rel=0.01)
     assert density["heights_guessed_share"] == 0.0 and set(density["tasks_per_category"]) == set(PAPER_CATEGORIES)
     warnings = meta["warnings"]
-    assert [w.split(":")[1].split()[1] for w in warnings] == ["buildings", "POIs", "than", "of"]
+    assert [w.split(":")[1].split()[1] for w in warnings] == ["buildings", "POIs", "than", "of", "landmarks",
+                                                                 "places"]
+    assert warnings[4].startswith("no landmark goals: no landmarks") and warnings[5].startswith("no questions: ")
     empty = density["empty_horizon"]  # two buildings: most start views show nothing above the horizon
-    assert empty["views"] > 0 and empty["share"] > 0.1 and "above the horizon" in warnings[-1]
+    assert empty["views"] > 0 and empty["share"] > 0.1 and "above the horizon" in warnings[3]
     assert all(f"warning: {w}" in printed for w in warnings)
     total = float(printed.split(" in ")[1].split(" s;")[0])
     osm_s, tasks_s = (float(v) for v in printed.split("time: ")[1].split(" s tasks")[0].split(" s OSM + "))
