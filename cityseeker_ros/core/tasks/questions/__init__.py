@@ -19,8 +19,7 @@ from cityseeker_ros.core.tasks.family import (
     PromptForms,
     TaskFamily,
 )
-from cityseeker_ros.core.tasks.questions.answers import KINDS, answer_invalid, matches
-from cityseeker_ros.core.tasks.questions.generator import CATEGORIES, QuestionSettings, generate_questions
+from cityseeker_ros.core.tasks.questions.answers import CATEGORIES, KINDS, answer_invalid, matches
 from cityseeker_ros.core.tasks.questions.metrics import METRICS, question_metrics
 from cityseeker_ros.core.tasks.task_file import episodes_from
 
@@ -87,7 +86,10 @@ class QuestionsFamily(TaskFamily):
 
     def generate(self, name: str, graph: StreetGraph, scene: Scene, seed: int = 0,
                  settings: Any = None) -> GeneratedTasks:
-        """`settings` a QuestionSettings, else its defaults with `seed`."""
+        """`settings` a QuestionSettings, else its defaults with `seed`. (The generator renders views
+        to check legibility: it loads the renderer, and Pillow, only here.)"""
+        from cityseeker_ros.core.tasks.questions.generator import QuestionSettings, generate_questions
+
         return generate_questions(name, graph, scene, settings or QuestionSettings(seed=seed))
 
 

@@ -33,6 +33,15 @@ NUMBER_WORDS: dict[str, str] = {w: str(i) for i, w in enumerate((
     "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"))}
 FLOOR_WORDS = ("floors", "storeys", "stories", "levels")
 CARDINALS: tuple[str, ...] = ("north", "east", "south", "west")  # CityEQA's four relations
+# CityEQA's categories (its released data) for the kinds of answer asked.
+CATEGORIES: dict[str, str] = {
+    "name": "Object Recognition",
+    "colour": "Attribute Recognition",
+    "floors": "Counting",
+    "category": "World Knowledge",
+    "relation": "Spatial Reasoning",
+}
+
 
 # Facade colours by palette index (palette.PLASTER_STYLES then GLASS_STYLES): the name a person
 # would give the wall colour, then the other names that are fair for it. The lists are coarse on

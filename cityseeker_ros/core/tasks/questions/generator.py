@@ -26,6 +26,7 @@ from cityseeker_ros.core.streets.transition import ActionModel
 from cityseeker_ros.core.tasks.episode import difficulty_of
 from cityseeker_ros.core.tasks.family import GeneratedTasks
 from cityseeker_ros.core.tasks.questions.answers import (
+    CATEGORIES,
     KINDS,
     bearing_xy,
     cardinal,
@@ -41,13 +42,6 @@ from cityseeker_ros.core.worlds.scene import Poi, Scene
 FAMILY = "questions"
 # CityEQA-EC's six categories (its data's `category` field) for the five kinds of answer made
 # here; "Existence Judgement" (yes/no) questions are not made.
-CATEGORIES: dict[str, str] = {
-    "name": "Object Recognition",
-    "colour": "Attribute Recognition",
-    "floors": "Counting",
-    "category": "World Knowledge",
-    "relation": "Spatial Reasoning",
-}
 CITYEQA_CATEGORIES: tuple[str, ...] = ("Object Recognition", "Attribute Recognition", "Counting",
                                        "Existence Judgement", "Spatial Reasoning", "World Knowledge")
 

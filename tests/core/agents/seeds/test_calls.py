@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cityseeker_ros.core.agents.policies import make_policy
-from cityseeker_ros.core.agents.seeds.calls import CallLog, Caller, object_parser, user
+from cityseeker_ros.core.agents.seeds.calls import Caller, CallLog, object_parser, user
 from cityseeker_ros.core.agents.vlm.backend import Backend, Generation, GenerationRequest
 from cityseeker_ros.core.agents.vlm.prompts import prompt_hash
 from cityseeker_ros.core.infra.errors import ConfigError

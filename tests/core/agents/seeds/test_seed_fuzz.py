@@ -13,9 +13,11 @@ from tests.core.agents.seeds.seed_support import AGENTS, FAMILIES, MAKERS, ByRol
 JUNK = ("", "   ", "null", "{", "}{", "[1, 2", '{"action": }', '{"action": "Z"}', '{"action": 7}', '{"action": null}',
         '{"landmarks": "many"}', '{"landmarks": [{"name": 5, "distance_m": "far"}]}',
         '{"landmarks": [{"name": "Radio Mast", "visible": true, "distance_m": -3}]}', '{"Answer_Q1": "nowhere"}',
-        '{"Answer_Q1": [1e308, NaN]}', '{"new_plan": 42, "action": "STOP", "answer": ""}', '{"summary": [1]}',
+        '{"Answer_Q1": [1e308, NaN]}', '{"new_plan": 42, "action": "STOP", "answer": ""}',
+        '{"summary": [1]}',
         '{"final_decision": "revise"}', "```json\n{'action': 'A',}\n```", "\x00\ud800 STOP? continue?",
-        "{" * 5000, "A" * 40_000, json.dumps({"action": ["A", "B"]}), '{"action": "STOP", "answer": "' + "x" * 500 + '"}')
+        "{" * 5000, "A" * 40_000, json.dumps({"action": ["A", "B"]}),
+        '{"action": "STOP", "answer": "' + "x" * 500 + '"}')
 
 
 UNREADABLE = ("", "   ", "null", "{", "}{", "[1, 2", '{"action": }', "{" * 5000)
@@ -32,8 +34,8 @@ def test_malformed_replies_at_every_call_never_end_the_episode(worlds, agent, fa
     rng = np.random.default_rng(sum(map(ord, agent + family)))
     params = {"prep": {}, "navgpt": {"cot": True, "reflection": True}, "mapgpt": {"reflection": True}}[agent]
     for trial in range(3):
-        def reply(request, p=(0.5, 0.9, 1.0)[trial]):  # half junk, nearly all junk, nothing readable
-            if trial == 2:
+        def reply(request, p=(0.5, 0.9, 1.0)[trial], blank=trial == 2):  # half, nearly all, nothing readable
+            if blank:
                 return UNREADABLE[rng.integers(len(UNREADABLE))]
             return JUNK[rng.integers(len(JUNK))] if rng.random() < p else good_reply(request)
 

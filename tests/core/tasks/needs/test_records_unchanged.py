@@ -5,7 +5,8 @@ the same runs: `benchmark` in process, four policies that read no image, seeds 0
 first 4 episodes of each category. Each pair is the sha256 (first 16 hex digits) of
 episodes.jsonl and of summary.json without its `config` (which holds the time of the run and
 the package's version). To remake them after a deliberate change to needs' results, run the
-same function under the old code (PYTHONPATH pointing at a checkout of it).
+same function under the old code (PYTHONPATH pointing at a checkout of it); the Monaco ones
+again whenever worlds/monaco is rebuilt (its tasks then change, as item 0 of issue 24 did).
 """
 from __future__ import annotations
 
@@ -19,11 +20,19 @@ from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 
 POLICIES = ("random", "forward", "first-heading", "oracle")
+MONACO = Path(__file__).resolve().parents[4] / "worlds" / "monaco"  # the shipped world (builder 3)
 BEFORE_FAMILIES_HK6 = {
     "random": ["653b57af373b26df", "98d3f981c16c518a"],
     "forward": ["2bc632acea004e4d", "7c20885eaed18791"],
     "first-heading": ["cf62035ae4287724", "056e2b1830cfe166"],
     "oracle": ["ec00bfa22d991074", "c32d7eba1a52604e"],
+}
+
+BEFORE_FAMILIES_MONACO = {
+    "random": ["399568cd6a72952c", "e37e1d8e1ae8eb7d"],
+    "forward": ["65507e992012edbb", "47c88dc391c779c9"],
+    "first-heading": ["8d63bbfa053e8861", "5b9ffd5b28453532"],
+    "oracle": ["6748f230f286300a", "84aabb801ef44228"],
 }
 
 
@@ -40,6 +49,12 @@ def digests(data: Path, policy: str, out: Path) -> list[str]:
 @pytest.mark.parametrize("policy", POLICIES)
 def test_hongkong_records_and_summaries_are_the_bytes_made_before_families(hk6, tmp_path, policy):
     assert digests(hk6, policy, tmp_path) == BEFORE_FAMILIES_HK6[policy]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_monaco_records_and_summaries_of_blind_policies_are_the_bytes_made_before_families(tmp_path, policy):
+    """The shipped world, as the old code scores it (worlds/monaco rebuilt: remake these)."""
+    assert digests(MONACO, policy, tmp_path) == BEFORE_FAMILIES_MONACO[policy]
 
 
 def test_a_needs_record_names_no_family_and_reads_back_as_needs(hk6, tmp_path):
