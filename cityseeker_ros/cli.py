@@ -118,6 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("runs", nargs="+", type=Path, help="two or more benchmark output folders")
     c.add_argument("--out", type=Path, help="also write the table as Markdown to this file")
 
+    jd = sub.add_parser("judge", help="mark a question run's answers 1-5 with an LLM judge (CityEQA's), through "
+                        "any backend", description="Ask the judge model, with CityEQA's prompt, to mark each answer "
+                        "of a questions run 1-5 against the world's; writes OUT/judge.jsonl (the records with "
+                        "their marks, prompts and model) and OUT/judge.json (the mean), which the report shows.")
+    jd.add_argument("out", type=Path, help="a benchmark output folder of the questions family")
+    jd.add_argument("--backend", required=True, help="VLM backend: transformers or openai")
+    jd.add_argument("--model", help="model folder or served model name")
+    jd.add_argument("--backend-param", action="append", type=key_value_argument, default=[], metavar="KEY=VALUE",
+                    help="backend parameter (repeatable), e.g. base_url=URL")
     v = sub.add_parser("validate", help="check a dataset folder and report every problem")
     v.add_argument("data", type=Path, help="a city folder, or a folder of city folders")
     v.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
@@ -507,6 +516,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_judge(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.agents.vlm.backend import make_backend
+    from cityseeker_ros.core.evaluation.report.page import load_episodes
+    from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
+    from cityseeker_ros.core.tasks.questions.judge import judge, judge_summary
+
+    records = load_episodes(args.out / "episodes.jsonl")
+    if not any(r.get("family") == "questions" for r in records):
+        raise ConfigError(f"{args.out}: no questions records in episodes.jsonl; the judge marks answers to "
+                          "questions (cityseeker benchmark --family questions)")
+    params = dict(args.backend_param) | ({"model": args.model} if args.model else {})
+    backend = make_backend(args.backend, **params)
+    try:
+        judged = judge(records, backend)
+    finally:
+        getattr(backend, "close", lambda: None)()
+    summary = judge_summary(judged)
+    write_text_atomic(args.out / "judge.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in judged))
+    write_json_atomic(args.out / "judge.json", summary)
+    mean = summary["judge_mean"]
+    print(f"judge: {summary['judged']} answers marked, mean {mean if mean is not None else '-'} (1-5), "
+          f"{summary['unreadable']} unreadable; wrote {args.out / 'judge.jsonl'} and {args.out / 'judge.json'}")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.datasets import city_folders, load_dataset
     from cityseeker_ros.core.datasets.problems import Problems
@@ -658,7 +692,7 @@ WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": c
 
 COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "report": cmd_report,
             "compare": cmd_compare,
-            "validate": cmd_validate, "world": cmd_world, "bag": lambda args: _bag_run(args),
+            "validate": cmd_validate, "judge": cmd_judge, "world": cmd_world, "bag": lambda args: _bag_run(args),
             "seek": lambda args: cmd_seek(args), "ar": lambda args: _ar_run(args)}
 
 

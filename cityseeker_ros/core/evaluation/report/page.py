@@ -176,6 +176,31 @@ def end_reason_table(episodes: Sequence[dict]) -> Table:
     return Table("How episodes ended", ("End reason", "Episodes", "Share (%)"), rows, note)
 
 
+def judge_table(out_dir: Path) -> Table | None:
+    """The LLM judge's marks of a question run (`cityseeker judge`), when it was asked."""
+    path = out_dir / "judge.json"
+    if not path.is_file():
+        return None
+    doc = load_summary_like(path)
+    models = "; ".join(json.dumps(m, sort_keys=True) for m in doc.get("models", []))
+    rows = (("Mean mark (1-5)", fmt(doc.get("judge_mean"), 2)), ("Answers marked", fmt(doc.get("judged"))),
+            ("Unreadable replies", fmt(doc.get("unreadable"))), ("Judge model", models),
+            ("Prompt sha256", str(doc.get("prompt_sha256", ""))))
+    return Table("LLM judge (CityEQA's 1-5 answer quality)", ("Measure", "Value"), rows,
+                 "CityEQA reports 4.94 for people and 3.00 for its best agent (PMA); its judge agrees with people at "
+                 "a Spearman correlation of 0.85. Records with marks: judge.jsonl.")
+
+
+def load_summary_like(path: Path) -> dict:
+    try:
+        doc = loads_json(path.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(doc, dict):
+        raise DataError(path, "expected a JSON object")
+    return doc
+
+
 def decisions_table(summary: dict) -> Table | None:
     """Parse errors, retries and latency of the policy's decisions, for policies that log them."""
     d = summary.get("decisions")
@@ -420,6 +445,7 @@ def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
         breakdown_table(family, "By city", "City", summary.get("by_city", {})),
         breakdown_table(family, "By difficulty", "Difficulty", summary.get("by_difficulty", {}), DIFFICULTIES),
         end_reason_table(episodes),
+        judge_table(out_dir),
     ) if t is not None]
     decisions = decisions_table(summary)
     if decisions is not None:

@@ -3,6 +3,7 @@ backend against the canned loopback server): the paper's prompt, the mark parsed
 model kept on each record, no call for a missing or invalid answer."""
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -71,3 +72,38 @@ def test_judged_records_carry_score_reply_prompt_and_model(canned):
     summary = judge_summary(out)
     assert summary["judge_mean"] == pytest.approx((5 + 1 + 1) / 3, abs=1e-4) and summary["unreadable"] == 1
     assert summary["models"][0]["model"] == MODEL
+
+
+def test_cityseeker_judge_marks_a_run_and_the_report_shows_the_mean(street_folder, tmp_path, monkeypatch, capsys):
+    """The command over a real run's records, against the canned server: one call per valid
+    answer, the marks in judge.jsonl, the mean in judge.json and in the report."""
+    from cityseeker_ros.cli import main
+    from cityseeker_ros.core.evaluation.report.page import write_report
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    run = tmp_path / "run"
+    assert main(["benchmark", "--data", str(street_folder), "--family", "questions", "--policy", "question-oracle",
+                 "--limit", "3", "--out", str(run), "--no-progress"]) == 0
+    server = CannedServer()
+    try:
+        server.script.extend([reply("4"), reply("5"), reply("no idea")])
+        assert main(["judge", str(run), "--backend", "openai", "--model", MODEL, "--backend-param",
+                     f"base_url={server.url}", "--backend-param", "json_mode=off"]) == 0
+    finally:
+        server.close()
+    asked = [r for r in server.requests if r["method"] == "POST"]
+    assert len(asked) == 3
+    judged = [json.loads(x) for x in (run / "judge.jsonl").read_text().splitlines()]
+    assert [j["judge"]["score"] for j in judged] == [4, 5, None]
+    assert json.loads((run / "judge.json").read_text())["judge_mean"] == 4.5
+    assert "mean 4.5 (1-5)" in capsys.readouterr().out
+    _, md = write_report(run)
+    assert "LLM judge (CityEQA's 1-5 answer quality)" in md.read_text() and "| Mean mark (1-5) | 4.50 |" in md.read_text()
+
+
+def test_cityseeker_judge_refuses_a_run_without_questions(tiny_city, tmp_path):
+    from cityseeker_ros.cli import main
+
+    run = tmp_path / "run"
+    assert main(["benchmark", "--data", str(tiny_city), "--policy", "random", "--out", str(run), "--no-progress"]) == 0
+    assert main(["judge", str(run), "--backend", "openai", "--model", MODEL]) == 2
