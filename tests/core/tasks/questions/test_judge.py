@@ -98,7 +98,8 @@ def test_cityseeker_judge_marks_a_run_and_the_report_shows_the_mean(street_folde
     assert json.loads((run / "judge.json").read_text())["judge_mean"] == 4.5
     assert "mean 4.5 (1-5)" in capsys.readouterr().out
     _, md = write_report(run)
-    assert "LLM judge (CityEQA's 1-5 answer quality)" in md.read_text() and "| Mean mark (1-5) | 4.50 |" in md.read_text()
+    text = md.read_text()
+    assert "LLM judge (CityEQA's 1-5 answer quality)" in text and "| Mean mark (1-5) | 4.50 |" in text
 
 
 def test_cityseeker_judge_refuses_a_run_without_questions(tiny_city, tmp_path):
