@@ -34,8 +34,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.ar.browser import Browser  # noqa: E402  (the tests' emulated phone)
-from tests.ar.phone import WORLD, Trial, ar_state, guided_walk, make_video, open_phone, seek, \
-    wait_ready_page  # noqa: E402
+from tests.ar.phone import (  # noqa: E402
+    WORLD,
+    Trial,
+    ar_state,
+    guided_walk,
+    make_video,
+    open_phone,
+    seek,
+    wait_ready_page,
+)
 
 NEEDS = ("I am thirsty", "find a pharmacy", "I need cash", "I am hungry", "I want a coffee")
 

@@ -154,9 +154,9 @@ def run_ar(args: argparse.Namespace) -> int:
         nodes = node_sets.ar_nodes(run, origin, tuple(argv))
         url = f"{'https' if args.lan else 'http'}://{host if ':' not in host else f'[{host}]'}:{port}/?token={token}"
         with launcher.domain(args.domain_id) as domain_id:
-            print(f"ROS_DOMAIN_ID={domain_id}: {', '.join(n.name for n in nodes)}; node logs in "
-                  f"{'a temporary folder (kept only if the run fails; --out DIR keeps them)' if temporary else root / 'ros'}",
-                  flush=True)
+            where = ("a temporary folder (kept only if the run fails; --out DIR keeps them)" if temporary
+                     else root / "ros")
+            print(f"ROS_DOMAIN_ID={domain_id}: {', '.join(n.name for n in nodes)}; node logs in {where}", flush=True)
             with Runner(nodes, root / "ros", ros.ros_env(domain_id=domain_id)) as runner:
                 runner.start()
                 shown = Announce(root / "ros" / f"{node_sets.AR_SERVER}.log", url, args.lan, fingerprint)

@@ -30,9 +30,9 @@ URL = re.compile(r"open on the phone: (http\S+)")
 
 def make_video(world: Path, out: Path, frames: int = 12) -> Path:
     """A Y4M of perspective views rendered along the world's first task route (640x480, 5 fps)."""
+    from cityseeker_ros.core.datasets import load_dataset
     from cityseeker_ros.core.render import Renderer, RenderSettings
     from cityseeker_ros.core.worlds.folder import load_scene_and_graph
-    from cityseeker_ros.core.datasets import load_dataset
 
     scene, graph = load_scene_and_graph(world)
     episode = load_dataset(world)[0].episodes[0]

@@ -19,7 +19,7 @@ from PIL import Image
 
 from tests.ar.browser import Browser
 from tests.ar.conftest import keep_screenshot, run
-from tests.ar.phone import ar_state, guided_walk, heading, open_phone, seek, wait_ready_page
+from tests.ar.phone import ar_state, guided_walk, open_phone, seek, wait_ready_page
 
 OVERLAY = """JSON.stringify({
   arrow: !document.getElementById('arrow-box').hidden,
@@ -170,7 +170,8 @@ def test_a_fix_worse_than_the_threshold_waits_for_a_better_one_and_sends_no_goal
         page = await open_phone(browser, trial, lat, lon, facing, accuracy_m=80.0)
         await page.wait_for("document.getElementById('wait-fix').textContent.includes('waiting for a better fix')", 20)
         line = await page.js("document.getElementById('wait-fix').textContent")
-        await _wait_stats(trial, lambda s: s["counts"].get("fix.coarse", 0) >= stats0["counts"].get("fix.coarse", 0) + 3)
+        coarse0 = stats0["counts"].get("fix.coarse", 0)
+        await _wait_stats(trial, lambda s: s["counts"].get("fix.coarse", 0) >= coarse0 + 3)
         await seek(page, "I am thirsty")
         await page.wait_for("!document.getElementById('refused').hidden", 10)
         refused = json.loads(await page.js("JSON.stringify({code: document.getElementById('refused').dataset.code, "
@@ -237,7 +238,9 @@ def test_a_cancel_holds_within_a_second_and_nothing_moves_or_guides_after(trial,
 MALFORMED = r"""new Promise(done => {
   const ws = new WebSocket(`ws://${location.host}/ws?token=${new URLSearchParams(location.search).get('token')}`);
   ws.binaryType = 'arraybuffer';
-  const bin = (n, fill, head) => { const b = new Uint8Array(n); b.fill(fill); if (head) b.set(head, 8); return b.buffer; };
+  const bin = (n, fill, head) => {
+    const b = new Uint8Array(n); b.fill(fill); if (head) b.set(head, 8); return b.buffer;
+  };
   ws.onopen = () => {
     const bad = [];
     for (let i = 0; i < 15; i++) bad.push('{not json ' + i);
@@ -261,7 +264,9 @@ MALFORMED = r"""new Promise(done => {
     for (const m of bad) ws.send(m);
     ws.send(JSON.stringify({type: 'heading', heading_deg: 10}));     // and then a good one
     let statuses = 0;
-    ws.onmessage = (e) => { if (JSON.parse(e.data).type === 'status' && ++statuses === 2) done({sent: bad.length, open: ws.readyState}); };
+    ws.onmessage = (e) => {
+      if (JSON.parse(e.data).type === 'status' && ++statuses === 2) done({sent: bad.length, open: ws.readyState});
+    };
   };
   ws.onclose = () => done({closed: true});
 })"""

@@ -16,8 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from cityseeker_ros.core.ar.protocol import Cancel, Fix, Frame, Heading, Malformed, Need, PageMessage, Shown, \
-    parse_frame, parse_text
+from cityseeker_ros.core.ar.protocol import (
+    Cancel,
+    Fix,
+    Frame,
+    Heading,
+    Malformed,
+    Need,
+    PageMessage,
+    Shown,
+    parse_frame,
+    parse_text,
+)
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.loop.seek import SeekRequest, check_request
 

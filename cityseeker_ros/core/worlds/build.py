@@ -79,7 +79,8 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
         "params": {"bbox": list(bbox) if bbox else None, "spacing_m": spacing_m, "tasks": asdict(tasks)},
         "osm": stats,
         "density": density,
-        "warnings": thin_data_warnings(density) + [f"no {get_family(f).title.lower()}: {reason}" for f, reason in why.items()],
+        "warnings": thin_data_warnings(density) + [f"no {get_family(f).title.lower()}: {reason}"
+                                                   for f, reason in why.items()],
         "families": {f: {"tasks": g.counts} for f, g in others.items() if not g.why_none},
     }
     write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata,

@@ -295,7 +295,8 @@ def infer_buildings(areas: Sequence[Area], roads: Sequence[Road], buildings: Seq
 def implied_zones(areas: Sequence[Area], poi_xy: np.ndarray, roads: Sequence[Road] = (),
                   node_xy: np.ndarray = np.zeros((0, 2)), buildings: int = 0) -> list[Area]:
     """Where an extract maps no built-up landuse at all and few buildings (fewer than
-    THIN_BUILDINGS_PER_KM2 per km² of street area, 100 m squares holding a street node), the ground within IMPLIED_ZONE_M of its
+    THIN_BUILDINGS_PER_KM2 per km² of street area, 100 m squares holding a street node), the
+    ground within IMPLIED_ZONE_M of its
     shops and amenities counts as commercial; and where those are as dense as a town's (at
     least URBAN_POIS_PER_KM2 per km² of street area), the frontage of its town streets too. A clip
     that maps the places but not the buildings or the landuse is built up there."""

@@ -49,7 +49,6 @@ from shapely.geometry.polygon import orient
 from cityseeker_ros.core.infra.errors import ConfigError, DataError
 from cityseeker_ros.core.streets.geodesy import WGS84, LocalFrame, normalize_heading
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
-from cityseeker_ros.core.worlds.needs import brand_name, brand_spellings
 from cityseeker_ros.core.worlds.fidelity import (
     AREA_KEYS,
     ground_cover,
@@ -61,6 +60,7 @@ from cityseeker_ros.core.worlds.fidelity import (
     stand_in_size,
 )
 from cityseeker_ros.core.worlds.landmarks import landmark_kind, select_landmarks
+from cityseeker_ros.core.worlds.needs import brand_name, brand_spellings
 from cityseeker_ros.core.worlds.scene import XY, Area, Building, Poi, Scene
 
 BBox = tuple[float, float, float, float]  # min_lon, min_lat, max_lon, max_lat
@@ -192,16 +192,16 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
     areas.sort(key=lambda a: -Polygon(a.ring).area)  # drawn in this order: small areas lie on big ones
     poi_xy = frame.to_xy(np.asarray([r[4] for r in extract.pois]), np.asarray([r[5] for r in extract.pois])) \
         if extract.pois else np.zeros((0, 2))
-    inferred = infer_buildings(areas + implied_zones(areas, np.atleast_2d(poi_xy), roads, node_xy, len(buildings)), roads, buildings, node_xy, _style,
-                               np.atleast_2d(poi_xy))
+    zones = areas + implied_zones(areas, np.atleast_2d(poi_xy), roads, node_xy, len(buildings))
+    inferred = infer_buildings(zones, roads, buildings, node_xy, _style, np.atleast_2d(poi_xy))
     pois, kiosks, dropped = _pois(extract.pois, frame, graph, node_ids, node_xy, node_tree, buildings + inferred,
                                   visibility_m)
     standing = buildings + inferred + kiosks
     trees = scatter_trees(((tree_id, _to_xy(frame, line)) for tree_id, line in extract.trees), areas, roads,
                           standing, node_xy)
     scene = Scene(frame.lat0, frame.lon0, standing, pois, roads=roads, areas=areas, trees=trees)
-    scene.landmarks = select_landmarks(extract.landmarks, scene, node_ids, node_xy,
-                                       [(b_id, tags["name"]) for b_id, tags, _ in extract.buildings if tags.get("name")])
+    named = [(b_id, tags["name"]) for b_id, tags, _ in extract.buildings if tags.get("name")]
+    scene.landmarks = select_landmarks(extract.landmarks, scene, node_ids, node_xy, named)
     lat, lon = latlon[:, 0], latlon[:, 1]
     stats = {
         "nodes": len(graph.nodes),

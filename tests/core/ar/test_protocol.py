@@ -8,8 +8,20 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from cityseeker_ros.core.ar.protocol import MAX_FRAME_BYTES, Cancel, Fix, Heading, Malformed, Need, Shown, \
-    encode_frame, jpeg_size, parse_frame, parse_text, server_message
+from cityseeker_ros.core.ar.protocol import (
+    MAX_FRAME_BYTES,
+    Cancel,
+    Fix,
+    Heading,
+    Malformed,
+    Need,
+    Shown,
+    encode_frame,
+    jpeg_size,
+    parse_frame,
+    parse_text,
+    server_message,
+)
 from cityseeker_ros.core.ar.token import new_token, token_ok
 
 

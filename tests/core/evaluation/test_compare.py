@@ -8,12 +8,12 @@ import pytest
 
 from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.compare import Run, comparison, load_runs, reading
-from cityseeker_ros.core.tasks.family import get_family
-
-COLUMNS = get_family("needs").headline
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.evaluation.report.tables import fmt, fmt_mean_sd
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.tasks.family import get_family
+
+COLUMNS = get_family("needs").headline
 
 
 def _run(tiny_city, out, **settings):

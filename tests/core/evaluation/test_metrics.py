@@ -14,10 +14,10 @@ import random
 import pytest
 
 from cityseeker_ros.core.evaluation.metrics import summarize
-from cityseeker_ros.core.tasks.needs.metrics import MEASURES, METRIC_KEYS, episode_metrics
 from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.streets.graph import Node, StreetGraph
 from cityseeker_ros.core.tasks.episode import Episode, World
+from cityseeker_ros.core.tasks.needs.metrics import MEASURES, METRIC_KEYS, episode_metrics
 
 A = 6378137.0
 POSITIONS_M = (-50, 0, 10, 20, 39, 40, 41, 49, 51, 59, 61, 100, 120, 130, 150, 200, 230)

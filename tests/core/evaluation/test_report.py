@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from cityseeker_ros.core.tasks.needs.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, paper_row
 from cityseeker_ros.core.evaluation.report.page import select_trajectories, write_report
 from cityseeker_ros.core.evaluation.report.tables import fmt
 from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
+from cityseeker_ros.core.tasks.needs.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, paper_row
 
 PAPER_TEXT = Path(__file__).resolve().parents[4] / "shared" / "papers" / "cityseeker.txt"
 LAT0, LON0, STEP = 22.28, 114.16, 0.00027  # about 30 m between grid nodes

@@ -27,7 +27,8 @@ CAFE = (6.0 - BOARD_OFFSET, 51.0)  # Cafe Uno's board centre
 
 # sha256 of perspective("a2", 28.0) with default settings, checked by eye: Cafe Uno's brown board
 # on the ochre block to the right, the pharmacy's green board 50 m down the left side, the street's
-# open end in the middle, with the distant ridge of the skyline (renderer 3). Text pixels come from FreeType, so the hash holds for the Pillow/FreeType
+# open end in the middle, with the distant ridge of the skyline (renderer 3). Text pixels come
+# from FreeType, so the hash holds for the Pillow/FreeType
 # pair it was recorded with (other pairs skip).
 GOLDEN_SHA256 = "854c0911fd3b43c25278813154d255525f22bd987e41210403c256ebf6d43d5d"
 GOLDEN_LIBS = ("13.0.0", "2.14.3")
