@@ -37,7 +37,7 @@ OUTCOMES = {Seek.Result.FOUND: "found", Seek.Result.BUDGET: "budget", Seek.Resul
             Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected", Seek.Result.ANSWERED: "answered"}
 STATUSES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED: "aborted",
             GoalStatus.STATUS_CANCELED: "canceled"}
-ACTIONS = {0: "move", 1: "stop", 2: "back"}  # AgentAction kinds
+ACTIONS = {0: "move", 1: "stop", 2: "back", 3: "answer"}  # AgentAction kinds
 NOT_READY = "not_ready"  # the rejection code of a server still starting (nodes/supervisor_actions.py)
 __all__ = ["SeekError", "SeekOutcome", "SeekStep", "Seeker", "main"]  # SeekOutcome, SeekStep: ros/seek_outcome.py
 

@@ -59,11 +59,7 @@ def agent_action(action: Optional[Action], kind: str = "") -> AgentAction:
     if action is None:
         code = {"move": AgentAction.MOVE, "back": AgentAction.BACK}.get(kind, AgentAction.STOP)
         return AgentAction(kind=code, index=-1)
-    if action.is_stop:
-        return AgentAction(kind=AgentAction.STOP, index=-1)
-    if action.back_to is not None:
-        return AgentAction(kind=AgentAction.BACK, index=-1, back_to=action.back_to)
-    return AgentAction(kind=AgentAction.MOVE, index=int(action.index if action.index is not None else -1))
+    return typed.action_to_ros(action)
 
 
 def seek_feedback(feedback: SeekFeedback, steps_left: int, action: Optional[Action],

@@ -300,3 +300,26 @@ def test_a_seek_flown_against_the_airsim_protocol_fake(monaco_dir, ros_env, tmp_
     assert not cancel["ended_before"] and cancel["hold_s"] < 1.0 and cancel["after_hold"] == []
     assert cancel["result"]["outcome"] == "cancelled"
     assert "simSetVehiclePose" in [name for name, _ in fake.calls]  # the bridge moved the drone
+
+
+def test_a_question_given_at_run_time_ends_answered_with_the_answer_and_the_view_it_was_read_from(
+        monaco_dir, ros_domain, tmp_path):
+    """`cityseeker seek QUESTION --family questions`: the operator asks instead of stating a need;
+    the decision node's policy (question-random: it walks, then guesses) answers, the episode ends
+    there, and the Seek result carries the answer and the view ahead when it was given."""
+    result_file = tmp_path / "result.json"
+    done = subprocess.run([sys.executable, "-m", "cityseeker_ros.cli", "seek",
+                           "What colour is the facade of the bakery north of the bus stop?", "--family", "questions",
+                           "--world", str(monaco_dir), "--source", "replay", "--policy", "question-random",
+                           "--walker", "sim", "--max-steps", "6", "--out", str(tmp_path / "run"), "--result",
+                           str(result_file), "--domain-id", str(ros_domain), "--timeout", "200"],
+                          cwd=REPO, capture_output=True, text=True, timeout=260)
+    assert done.returncode == 0, done.stdout + done.stderr + logs(tmp_path / "run")
+    result = json.loads(result_file.read_text())
+    assert result["status"] == "succeeded" and result["outcome"] == "answered" and result["code"] == "answered"
+    assert result["answer"] and result["answer"] in result["reason"]
+    index, heading, relative = result["answer_view"]
+    assert index >= 0 and 0 <= heading < 360 and relative
+    last = result["feedback"][-1]
+    assert last["action"] == "answer" and last["step"] == result["steps"]  # the answer is a decision too
+    assert "result: answered after" in done.stdout
