@@ -30,6 +30,23 @@ def field(doc: Any, key: str, path: Path, kind: type | tuple[type, ...], record:
     return value
 
 
+def split_tasks(doc: Any, path: Path, split: str) -> list[tuple[str, dict[str, Any]]]:
+    """(record label, task) of every task of `split` in a task document, every id unique over the
+    whole file; none is a DataError saying how many tasks the other splits hold."""
+    chosen, seen = [], {}
+    for i, t in enumerate(field(doc, "tasks", path, list)):
+        rec = f"tasks[{i}]"
+        task_id = field(t, "id", path, str, rec)
+        if task_id in seen:
+            raise DataError(path, f"task id {task_id!r} again (also {seen[task_id]})", record=rec, field="id")
+        seen[task_id] = rec
+        if field(t, "split", path, str, rec) == split:
+            chosen.append((rec, t))
+    if not chosen:
+        raise DataError(path, f"no tasks in the {split!r} split (of {len(seen)} tasks)", field="tasks")
+    return chosen
+
+
 def check_nodes(nodes: Iterable[tuple[str, Any]], graph: StreetGraph, path: Path, record: str) -> None:
     for key, node in nodes:
         if node not in graph:
@@ -45,15 +62,9 @@ def episodes_from(path: Path, family: str, city: str, graph: StreetGraph, split:
     if field(doc, "family", path, str) != family:
         raise DataError(path, f"holds {doc['family']!r} tasks, not {family!r}", field="family")
     known = set(categories) if categories is not None else None
-    episodes, seen = [], {}
-    for i, t in enumerate(field(doc, "tasks", path, list)):
-        rec = f"tasks[{i}]"
-        task_id = field(t, "id", path, str, rec)
-        if task_id in seen:
-            raise DataError(path, f"task id {task_id!r} again (also {seen[task_id]})", record=rec, field="id")
-        seen[task_id] = rec
-        if field(t, "split", path, str, rec) != split:
-            continue
+    episodes = []
+    for rec, t in split_tasks(doc, path, split):
+        task_id = t["id"]
         category = field(t, "category", path, str, rec)
         if known is not None and category not in known:
             raise DataError(path, f"unknown category {category!r}; known: {', '.join(sorted(known))}",
@@ -74,6 +85,4 @@ def episodes_from(path: Path, family: str, city: str, graph: StreetGraph, split:
             episode_id=task_id, city=city, category=category, difficulty=field(t, "difficulty", path, str, rec),
             instruction=field(t, "instruction", path, str, rec), request=field(t, "request", path, str, rec),
             start=start, target=target, reference_path=route, family=family, budget=budget, details=details))
-    if not episodes:
-        raise DataError(path, f"no tasks in the {split!r} split (of {len(seen)} tasks)", field="tasks")
     return episodes

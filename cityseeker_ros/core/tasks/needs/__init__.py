@@ -21,7 +21,7 @@ from cityseeker_ros.core.tasks.family import (
     TaskFamily,
 )
 from cityseeker_ros.core.tasks.needs.paper_results import PAPER_CATEGORY_TCP50, PAPER_OVERALL, PAPER_SCOPE
-from cityseeker_ros.core.tasks.task_file import check_nodes, field
+from cityseeker_ros.core.tasks.task_file import check_nodes, field, split_tasks
 
 if TYPE_CHECKING:
     from cityseeker_ros.core.tasks.trajectory import Trajectory
@@ -88,15 +88,8 @@ class NeedsFamily(TaskFamily):
         doc = read_json_file(path, missing="missing (a world folder holds world.json, graph.json, scene.json, "
                                            "tasks.json)")
         episodes = []
-        id_record: dict[str, str] = {}
-        for i, t in enumerate(field(doc, "tasks", path, list)):
-            rec = f"tasks[{i}]"
-            task_id = field(t, "id", path, str, rec)
-            if task_id in id_record:
-                raise DataError(path, f"task id {task_id!r} again (also {id_record[task_id]})", record=rec, field="id")
-            id_record[task_id] = rec
-            if field(t, "split", path, str, rec) != split:
-                continue
+        for rec, t in split_tasks(doc, path, split):
+            task_id = t["id"]
             code = field(t, "category", path, str, rec)
             if code not in CATEGORY_NAMES:
                 raise DataError(path, f"unknown category code {code!r}", record=rec, field="category")
@@ -109,8 +102,6 @@ class NeedsFamily(TaskFamily):
                 difficulty=field(t, "difficulty", path, str, rec), instruction=field(t, "instruction", path, str, rec),
                 request=field(t, "request", path, str, rec), start=t["start"], target=t["target"],
                 reference_path=route, stage_goals=tuple(t.get("stage_goals", ()))))
-        if not episodes:
-            raise DataError(path, f"no tasks in the {split!r} split (of {len(id_record)} tasks)", field="tasks")
         targets = field(doc, "category_targets", path, dict)
         for request, nodes in targets.items():
             missing = [n for n in nodes if n not in graph]
