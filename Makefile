@@ -55,8 +55,10 @@ $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
 # solvable ceiling); prints them side by side with a one-line reading and writes the report.
 # Rerunning resumes.
 demo: $(VENV)/.demo-installed fonts
-	@echo "make: running ocr-embed through the ROS 2 node set on the shipped Monaco world (the first" \
-	  "episode comes after the nodes start and the OCR models load, about a minute)"
+	@echo "make: building the Monaco world (every task family: needs, landmark goals, questions), then" \
+	  "running ocr-embed through the ROS 2 node set (the first episode comes after the nodes start" \
+	  "and the OCR models load, about a minute)"
+	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)
 	$(BIN)/cityseeker run benchmark --data $(DEMO_WORLD) --policy ocr-embed --views rendered \
 	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/ocr-embed
 	$(BIN)/cityseeker benchmark --data $(DEMO_WORLD) --policy random --seeds 5 \

@@ -6,7 +6,7 @@ first 4 episodes of each category. Each pair is the sha256 (first 16 hex digits)
 episodes.jsonl and of summary.json without its `config` (which holds the time of the run and
 the package's version). To remake them after a deliberate change to needs' results, run the
 same function under the old code (PYTHONPATH pointing at a checkout of it); the Monaco ones
-again whenever worlds/monaco is rebuilt (its tasks then change, as item 0 of issue 24 did).
+again whenever the builder changes Monaco's needs tasks (as item 0 of issue 24 did).
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 
 POLICIES = ("random", "forward", "first-heading", "oracle")
-MONACO = Path(__file__).resolve().parents[4] / "worlds" / "monaco"  # the shipped world (builder 3)
 BEFORE_FAMILIES_HK6 = {
     "random": ["653b57af373b26df", "98d3f981c16c518a"],
     "forward": ["2bc632acea004e4d", "7c20885eaed18791"],
@@ -52,9 +51,11 @@ def test_hongkong_records_and_summaries_are_the_bytes_made_before_families(hk6, 
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-def test_monaco_records_and_summaries_of_blind_policies_are_the_bytes_made_before_families(tmp_path, policy):
-    """The shipped world, as the old code scores it (worlds/monaco rebuilt: remake these)."""
-    assert digests(MONACO, policy, tmp_path) == BEFORE_FAMILIES_MONACO[policy]
+def test_monaco_records_and_summaries_of_blind_policies_are_the_bytes_made_before_families(monaco_dir, tmp_path,
+                                                                                       policy):
+    """The Monaco world this builder makes (builder 3), as the old code scores it: remake these
+    when a builder change moves its needs tasks."""
+    assert digests(monaco_dir, policy, tmp_path) == BEFORE_FAMILIES_MONACO[policy]
 
 
 def test_a_needs_record_names_no_family_and_reads_back_as_needs(hk6, tmp_path):
