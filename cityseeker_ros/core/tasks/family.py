@@ -60,6 +60,9 @@ class PromptForms:
     goal_label: str
     stop_question: str
     answers: bool = False
+    # The prompt profiles' own words are this family's (they were written for CitySeeker's needs):
+    # a profile then speaks as it always has, byte for byte, instead of from these fields.
+    native: bool = False
 
 
 @dataclass

@@ -319,12 +319,13 @@ _FOR_FAMILY: dict[str, Callable[[PromptForms, str], PromptProfile]] = {"improved
 
 
 def family_profile(profile: PromptProfile, family: str) -> PromptProfile:
-    """`profile` as it speaks to episodes of the task family `family`: itself for the first
-    family (CitySeeker's needs, the paper's own), else with the words of the family's PromptForms
-    and a version naming the family. An unknown family fails listing the known ones."""
-    if family == DEFAULT_FAMILY:
+    """`profile` as it speaks to episodes of the task family `family`: itself for a family whose
+    prompt forms are the profiles' own (CitySeeker's needs), else with the words of the family's
+    PromptForms and a version naming the family. An unknown family fails listing the known ones."""
+    forms = get_family(family).prompts
+    if forms.native:
         return profile
-    return _family_profile(profile.name, family, get_family(family).prompts)
+    return _family_profile(profile.name, family, forms)
 
 
 @cache

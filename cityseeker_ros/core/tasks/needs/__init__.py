@@ -71,7 +71,8 @@ class NeedsFamily(TaskFamily):
                 "not a place: work out what kind of place would satisfy it and look for one in the street views. "
                 "Answer with one JSON object and nothing else."),
         goal_label="Request",
-        stop_question="Is a place that satisfies the request here?")
+        stop_question="Is a place that satisfies the request here?",
+        native=True)
 
     @property
     def tasks_file(self) -> str:
