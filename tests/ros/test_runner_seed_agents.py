@@ -1,7 +1,9 @@
-"""A seed agent over the ROS node set: `cityseeker run benchmark --policy navgpt` against the
+"""Each seed agent over the ROS node set: `cityseeker run benchmark --policy AGENT` against the
 loopback canned server writes the same records as the in-process `cityseeker benchmark`, its
 per-step calls, tokens and replies included (only the seconds, wall times, differ)."""
 from __future__ import annotations
+
+import pytest
 
 from tests.core.agents.seeds.test_seed_golden import _answer
 from tests.core.agents.vlm import canned_server
@@ -17,12 +19,15 @@ def _timeless(record: dict) -> dict:
     return record
 
 
-def test_a_seed_agent_over_ros_writes_the_in_process_records(tiny_city, ros_domain, tmp_path, monkeypatch):
+@pytest.mark.parametrize("agent, switch", [("navgpt", "cot=true"), ("mapgpt", "reflection=true"),
+                                           ("prep", "planning=true"), ("pma", "collector=true")])
+def test_a_seed_agent_over_ros_writes_the_in_process_records(tiny_city, ros_domain, tmp_path, monkeypatch, agent,
+                                                             switch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(canned_server, "good_reply", _answer)
     server = CannedServer()
     try:
-        flags = ("--data", str(tiny_city), "--policy", "navgpt", "--param", "cot=true", "--backend", "openai",
+        flags = ("--data", str(tiny_city), "--policy", agent, "--param", switch, "--backend", "openai",
                  "--model", MODEL, "--backend-param", f"base_url={server.url}", "--backend-param", "timeout_s=20",
                  "--limit", "1", "--max-steps", "3")
         in_process(tmp_path / "cli", *flags)
@@ -31,5 +36,5 @@ def test_a_seed_agent_over_ros_writes_the_in_process_records(tiny_city, ros_doma
         server.close()
     got, expected = records(tmp_path / "ros"), records(tmp_path / "cli")
     steps = expected[0]["decisions"]
-    assert steps and all(d["agent"] == "navgpt" and d["calls"][0]["role"] == "action" for d in steps)
+    assert steps and all(d["agent"] == agent and d["calls"] for d in steps)
     assert [_timeless(r) for r in got] == [_timeless(r) for r in expected]
