@@ -74,13 +74,13 @@ def walk(ros_processes, tmp_path, start, **plan) -> dict:
 def test_a_walk_across_an_edge_shorter_than_the_hysteresis_reaches_every_node(monaco_dir, ros_processes, tmp_path):
     """The Monaco hang: a random walk that takes a 3-5 m edge, walked live. Before the fix the
     localiser never switched to the near node and the supervisor repeated the goal forever."""
-    in_process(tmp_path / "cli", "--data", str(monaco_dir), "--policy", "random", "--limit", "20",
+    in_process(tmp_path / "cli", "--data", str(monaco_dir), "--policy", "random", "--limit", "40",
                "--max-steps", "6")
     world = load_dataset(monaco_dir)[0]
     graph = world.graph
     crossing = [r for r in records(tmp_path / "cli")
                 if any(graph.distance_m(a, b) < 5.0 for a, b in zip(r["path"], r["path"][1:]))]
-    assert crossing, "no random walk of the first 20 Monaco episodes takes an edge under 5 m"
+    assert crossing, "no random walk of the first 40 Monaco episodes takes an edge under 5 m"
     expected = crossing[0]
     start_live_nodes(ros_processes, str(monaco_dir),
                      "-p", f"tasks:='{json.dumps([[expected['episode_id'], expected['seed']]])}'")
