@@ -88,7 +88,8 @@ def test_cityseeker_judge_marks_a_run_and_the_report_shows_the_mean(street_folde
     try:
         server.script.extend([reply("4"), reply("5"), reply("no idea")])
         assert main(["judge", str(run), "--backend", "openai", "--model", MODEL, "--backend-param",
-                     f"base_url={server.url}", "--backend-param", "json_mode=off"]) == 0
+                     f"base_url={server.url}", "--backend-param", "json_mode=off",
+                     "--backend-param", "max_concurrency=1"]) == 0  # the script's replies in record order
     finally:
         server.close()
     asked = [r for r in server.requests if r["method"] == "POST"]
