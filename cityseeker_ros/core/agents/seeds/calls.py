@@ -32,15 +32,15 @@ from typing import Any, ClassVar, Generic, Optional, TypeVar
 
 import numpy as np
 
-from cityseeker_ros.core.agents.policies.base import Decision, Policy, PromptContext
+from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
 from cityseeker_ros.core.agents.vlm.backend import Backend, BackendError, GenerationRequest, Message
 from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS, ObjectRead, read_object
 from cityseeker_ros.core.agents.vlm.policy import (
     FALLBACKS,
+    CallsModel,
     backend_settings,
     fallback_action,
     release_backend,
-    shared_backend,
 )
 from cityseeker_ros.core.agents.vlm.prompts import prompt_hash
 from cityseeker_ros.core.agents.vlm.schema import ParsedDecision
@@ -156,7 +156,7 @@ def system(text: str) -> Message:
     return Message("system", (text,))
 
 
-class SeedAgent(Policy):
+class SeedAgent(CallsModel):
     """A seed paper's agent: subclasses implement `think(observation) -> Action`, making their
     calls with `self.call(role, request, parser)`; everything else (backend, records, fallback,
     describe, close) is here.
@@ -197,18 +197,8 @@ class SeedAgent(Policy):
             raise ConfigError(f"{who} policy: {name} must be true or false, got {value!r}")
         return value
 
-    @property
-    def backend(self) -> Backend:
-        if self._backend is None:
-            self._backend = shared_backend(self.backend_name, self.backend_params)
-        return self._backend
-
-    def prepare(self) -> None:
-        self.backend  # noqa: B018 - loads the model or checks the server now
-
     def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
         super().reset(episode, rng, world)
-        self._records = []
         self.start(episode)
 
     def start(self, episode: Episode) -> None:  # noqa: B027 - agents without episode state

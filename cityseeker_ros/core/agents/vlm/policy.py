@@ -169,8 +169,32 @@ def release_backend(backend: Backend) -> None:
     backend.close()
 
 
+class CallsModel(Policy):
+    """A policy that calls a model through a backend made from its settings (`backend_name`,
+    `backend_params`) or injected (`_backend`): the VLM policy and the seed agents."""
+
+    backend_name: str
+    backend_params: dict[str, Any]
+    _backend: Optional[Backend]
+
+    @property
+    def backend(self) -> Backend:
+        """Made on first use; policies with the same backend settings in one process share it,
+        so lockstep episodes (`act_together`) load a model once."""
+        if self._backend is None:
+            self._backend = shared_backend(self.backend_name, self.backend_params)
+        return self._backend
+
+    def prepare(self) -> None:
+        self.backend  # noqa: B018 - loads the model or checks the server now
+
+    def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
+        super().reset(episode, rng, world)
+        self._records: list[dict[str, Any]] = []
+
+
 @POLICIES.register("vlm")
-class VlmPolicy(Policy):
+class VlmPolicy(CallsModel):
     """A VLM chooses among the walkable views, or stops.
 
     `backend` names a registered backend, made on first use with `backend_params` (and
@@ -238,21 +262,6 @@ class VlmPolicy(Policy):
         with `stop_view` panorama and a profile whose stop prompt takes one."""
         return (params.get("mode", "two-call") == "two-call" and params.get("stop_view", "panorama") == "panorama"
                 and get_profile(params.get("prompt_profile", "improved")).stop_shows_panorama)
-
-    @property
-    def backend(self) -> Backend:
-        """Made on first use; policies with the same backend settings in one process share it,
-        so lockstep episodes (`act_together`) load a model once."""
-        if self._backend is None:
-            self._backend = shared_backend(self.backend_name, self.backend_params)
-        return self._backend
-
-    def prepare(self) -> None:
-        self.backend  # noqa: B018 - loads the model or checks the server now
-
-    def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
-        super().reset(episode, rng, world)
-        self._records = []
 
     def act(self, observation: Observation, context: Optional[PromptContext] = None) -> Action:
         return self.act_batch([observation], [context])[0]
