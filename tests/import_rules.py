@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The layer of a module: the first rule whose prefix matches (most specific first).
-LAYERS = (("core", "core"), ("ros", "ros"), ("nodes", "nodes"), ("bag", "bag"), ("demo", "demo"),
+LAYERS = (("core", "core"), ("ros", "ros"), ("nodes", "nodes"), ("bag", "bag"), ("ar", "ar"), ("demo", "demo"),
           ("cli", "cli"), ("__main__", "cli"))
 # Layers that may never be imported from a layer: (importer, imported) pairs.
 FORBIDDEN = {
@@ -20,6 +20,7 @@ FORBIDDEN = {
     ("nodes", "cli"), ("bag", "cli"),
     ("ros", "nodes"), ("ros", "bag"), ("ros", "cli"), ("ros", "demo"),
     ("bag", "nodes"),
+    ("core", "ar"), ("ros", "ar"), ("nodes", "ar"), ("bag", "ar"), ("ar", "cli"), ("ar", "bag"),
 }
 # Outside packages core may not import: ROS itself and its message packages.
 ROS_ONLY = ("rclpy", "launch", "launch_ros", "rosbag2_py", "ament_index_python", "cityseeker_interfaces",
