@@ -34,3 +34,11 @@ def read_json_file(path: str | Path, missing: str = "file not found") -> Any:
         raise DataError(path, f"invalid JSON value: {exc}"[:300]) from None
     except OSError as exc:
         raise DataError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_json_object(path: str | Path, missing: str = "file not found") -> dict[str, Any]:
+    """read_json_file for a document that must be one JSON object."""
+    doc = read_json_file(path, missing)
+    if not isinstance(doc, dict):
+        raise DataError(Path(path), f"expected a JSON object, got {type(doc).__name__}")
+    return doc

@@ -7,18 +7,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.infra.errors import DataError
-from cityseeker_ros.core.infra.jsonfile import read_json_file
+from cityseeker_ros.core.infra.jsonfile import read_json_object
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import Episode
 
 TASK_FILE_VERSION = "1"
-
-
-def read_document(path: Path) -> dict[str, Any]:
-    doc = read_json_file(path)
-    if not isinstance(doc, dict):
-        raise DataError(path, f"expected a JSON object, got {type(doc).__name__}")
-    return doc
 
 
 def field(doc: Any, key: str, path: Path, kind: type | tuple[type, ...], record: Optional[str] = None) -> Any:
@@ -58,7 +51,7 @@ def episodes_from(path: Path, family: str, city: str, graph: StreetGraph, split:
     """The `split` episodes of a family's task file: {"version", "family", "tasks": [{id,
     category, difficulty, instruction, request, start, target, reference_path, split, budget?,
     details?}]}. Ids are unique, nodes are in the graph, categories are the family's."""
-    doc = read_document(path)
+    doc = read_json_object(path)
     if field(doc, "family", path, str) != family:
         raise DataError(path, f"holds {doc['family']!r} tasks, not {family!r}", field="family")
     known = set(categories) if categories is not None else None

@@ -39,6 +39,7 @@ from cityseeker_ros.core.evaluation.report.views import CSS as VIEWS_CSS
 from cityseeker_ros.core.evaluation.report.views import ViewLoader, views_html
 from cityseeker_ros.core.infra.errors import CitySeekerError, DataError
 from cityseeker_ros.core.infra.files import write_text_atomic
+from cityseeker_ros.core.infra.jsonfile import read_json_object
 from cityseeker_ros.core.infra.text import loads_json
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import CATEGORY_NAMES, DIFFICULTIES
@@ -181,7 +182,7 @@ def judge_table(out_dir: Path) -> Table | None:
     path = out_dir / "judge.json"
     if not path.is_file():
         return None
-    doc = load_summary_like(path)
+    doc = read_json_object(path)
     models = "; ".join(json.dumps(m, sort_keys=True) for m in doc.get("models", []))
     rows = (("Mean mark (1-5)", fmt(doc.get("judge_mean"), 2)), ("Answers marked", fmt(doc.get("judged"))),
             ("Unreadable replies", fmt(doc.get("unreadable"))), ("Judge model", models),
@@ -189,16 +190,6 @@ def judge_table(out_dir: Path) -> Table | None:
     return Table("LLM judge (CityEQA's 1-5 answer quality)", ("Measure", "Value"), rows,
                  "CityEQA reports 4.94 for people and 3.00 for its best agent (PMA); its judge agrees with people at "
                  "a Spearman correlation of 0.85. Records with marks: judge.jsonl.")
-
-
-def load_summary_like(path: Path) -> dict:
-    try:
-        doc = loads_json(path.read_bytes())
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"not valid JSON ({exc.msg})") from None
-    if not isinstance(doc, dict):
-        raise DataError(path, "expected a JSON object")
-    return doc
 
 
 def decisions_table(summary: dict) -> Table | None:

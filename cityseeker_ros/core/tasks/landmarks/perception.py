@@ -12,7 +12,7 @@ by the image's top edge is too near for the view to tell how near: it gives no s
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,15 @@ def colour_mask(image: np.ndarray, colour: Sequence[int], tolerance: int) -> np.
     return np.all(diff <= tolerance, axis=-1)
 
 
+def _patches(sky: np.ndarray, looks: Sequence[LandmarkLook], tolerance: int,
+             min_pixels: int) -> Iterator[tuple[LandmarkLook, np.ndarray, np.ndarray]]:
+    """(look, rows, columns) of each landmark whose identity colour covers at least `min_pixels`."""
+    for look in looks:
+        rows, cols = np.nonzero(colour_mask(sky, look.colour, tolerance))
+        if len(rows) >= min_pixels:
+            yield look, rows, cols
+
+
 def find_in_view(image: np.ndarray, heading_deg: float, looks: Sequence[LandmarkLook], *,
                  fov_deg: float = DEFAULT_FOV_DEG, eye_m: float = DEFAULT_EYE_M, tolerance: int = 12,
                  min_pixels: int = 6) -> list[Sighting]:
@@ -65,12 +74,8 @@ def find_in_view(image: np.ndarray, heading_deg: float, looks: Sequence[Landmark
     f = (w / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
     sky = image[:(h + 1) // 2]  # a landmark's top edge is above the horizon, or it gives no distance
     found = []
-    for look in looks:
-        mask = colour_mask(sky, look.colour, tolerance)
-        count = int(mask.sum())
-        if count < min_pixels:
-            continue
-        rows, cols = np.nonzero(mask)
+    for look, rows, cols in _patches(sky, looks, tolerance, min_pixels):
+        count = len(rows)
         if cols.min() == 0 or cols.max() == w - 1:
             continue
         column = float(np.median(cols)) + 0.5
@@ -93,12 +98,8 @@ def find_in_panorama(image: np.ndarray, facing_deg: float, looks: Sequence[Landm
     h, w = image.shape[:2]
     sky = image[:(h + 1) // 2]
     found = []
-    for look in looks:
-        mask = colour_mask(sky, look.colour, tolerance)
-        count = int(mask.sum())
-        if count < min_pixels:
-            continue
-        rows, cols = np.nonzero(mask)
+    for look, rows, cols in _patches(sky, looks, tolerance, min_pixels):
+        count = len(rows)
         angles = ((cols + 0.5) / w - 0.5) * 2.0 * math.pi
         mean = math.atan2(float(np.sin(angles).mean()), float(np.cos(angles).mean()))  # the seam wraps
         bearing = (facing_deg + math.degrees(mean)) % 360.0
