@@ -10,7 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from cityseeker_ros.core.tasks.family import TaskFamily
 
-END_REASONS = ("stopped", "answered", "budget_exhausted", "invalid_action", "error")
+END_REASONS = ("stopped", "budget_exhausted", "invalid_action", "error")  # others (answered) only where they occur
 
 
 CEILING_NOTE = ("The share of episodes whose target is reachable within the step budget under "
