@@ -88,7 +88,7 @@ def main() -> int:
     world = load_dataset(WORLD)[0]
     tmp = Path(tempfile.mkdtemp(prefix="ar-latency-"))
     video = make_video(WORLD, tmp / "monaco.y4m")
-    trial = Trial(tmp, policy=args.policy, max_steps=args.max_steps)
+    trial = Trial(tmp, WORLD, policy=args.policy, max_steps=args.max_steps)
     browser = Browser(video)
     try:
         trial.wait_ready()

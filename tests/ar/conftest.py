@@ -1,6 +1,6 @@
-"""The AR trials' fixtures: one `cityseeker ar` trial (ocr-embed on worlds/monaco, a 4-step budget)
-shared by the module's tests, and a Chromium per test with the world's rendered views as its camera.
-They skip, saying why, where ROS 2, Chromium or the Monaco world is missing."""
+"""The AR trials' fixtures: one `cityseeker ar` trial (ocr-embed on the Monaco world the session
+builds, a 4-step budget) shared by the module's tests, and a Chromium per test with the world's
+rendered views as its camera. They skip, saying why, where ROS 2 or Chromium is missing."""
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +13,7 @@ import pytest
 
 from cityseeker_ros.ros import env as ros
 from tests.ar.browser import CHROMIUM, Browser
-from tests.ar.phone import WORLD, Trial, make_video
+from tests.ar.phone import Trial, make_video
 
 
 def _require() -> None:
@@ -22,14 +22,12 @@ def _require() -> None:
         pytest.skip(f"ROS 2 wheels not installed (missing {', '.join(missing)}): pip install -e '.[ros]'")
     if CHROMIUM is None:
         pytest.skip("chromium not installed: apt-get install chromium (make test installs it)")
-    if not (WORLD / "world.json").is_file():
-        pytest.skip(f"{WORLD} not built: cityseeker world build monaco --out worlds/monaco")
 
 
 @pytest.fixture(scope="module")
-def trial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trial]:
+def trial(tmp_path_factory: pytest.TempPathFactory, monaco_dir: Path) -> Iterator[Trial]:
     _require()
-    t = Trial(tmp_path_factory.mktemp("ar"))
+    t = Trial(tmp_path_factory.mktemp("ar"), monaco_dir)
     try:
         t.wait_ready()
         yield t
@@ -38,16 +36,16 @@ def trial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trial]:
 
 
 @pytest.fixture(scope="module")
-def video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def video(tmp_path_factory: pytest.TempPathFactory, monaco_dir: Path) -> Path:
     _require()
-    return make_video(WORLD, tmp_path_factory.mktemp("video") / "monaco.y4m")
+    return make_video(monaco_dir, tmp_path_factory.mktemp("video") / "monaco.y4m")
 
 
 @pytest.fixture(scope="module")
-def monaco():
+def monaco(monaco_dir: Path):
     from cityseeker_ros.core.datasets import load_dataset
 
-    return load_dataset(WORLD)[0]
+    return load_dataset(monaco_dir)[0]
 
 
 @pytest.fixture

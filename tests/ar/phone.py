@@ -48,11 +48,12 @@ def make_video(world: Path, out: Path, frames: int = 12) -> Path:
 class Trial:
     """`cityseeker ar` on a leased ROS domain with a counter process; `url`, `counts()`, `stats()`."""
 
-    def __init__(self, tmp: Path, policy: str = "ocr-embed", max_steps: int = 4, extra: tuple[str, ...] = ()) -> None:
+    def __init__(self, tmp: Path, world: Path = WORLD, policy: str = "ocr-embed", max_steps: int = 4,
+                 extra: tuple[str, ...] = ()) -> None:
         self.tmp, self.stack = Path(tmp), ExitStack()
         self.domain = self.stack.enter_context(ros.lease_domain())
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        command = [sys.executable, "-m", "cityseeker_ros.cli", "ar", "--world", str(WORLD), "--policy", policy,
+        command = [sys.executable, "-m", "cityseeker_ros.cli", "ar", "--world", str(world), "--policy", policy,
                    "--max-steps", str(max_steps), "--port", "0", "--domain-id", str(self.domain),
                    "--out", str(self.tmp / "trial"), *extra]
         self.log = open(self.tmp / "trial.out", "w+")

@@ -1,5 +1,5 @@
 """AR trials acceptance, each driving real Chromium against the real command (`cityseeker ar`:
-the Seek node set over DDS on loopback, ocr-embed on worlds/monaco, the AR server) with an
+the Seek node set over DDS on loopback, ocr-embed on the session's Monaco world, the AR server) with an
 independent ROS process counting what reaches the stack (tests/ar/ros_counter.py).
 
 One trial serves the module's tests in turn (each ends its own Seek); each test has its own

@@ -127,7 +127,7 @@ class VehicleBridge:
                               f"got {fence_breach_action!r}")
         self.fence_breach_action = fence_breach_action
         self.fence: Optional[Fence] = None  # the geofence as the vehicle holds it, after a connect
-        self._fence_note: Optional[str] = None  # said once in the status: why the vehicle holds no fence
+        self._fence_note: Optional[str] = None  # why the vehicle holds no fence: in the status until read once
         self.link, self.gate, self.clock = link, gate, clock
         self.estop_action, self.rtl_battery_fraction = estop_action, rtl_battery_fraction
         self.safety_period_s, self.state_period_s = float(safety_period_s), float(state_period_s)
@@ -168,6 +168,7 @@ class VehicleBridge:
         self.takeoff_timeout_s = 30.0
         self._start_failed: Optional[tuple[Command, str, str]] = None
         self._starting: Optional[Command] = None  # the goal whose flying start runs (its speed may be re-clamped)
+        self._just_started = False  # the motion thread's: the next motion after a flying start takes control
         self._threads = [threading.Thread(target=target, name=f"vehicle-{name}", daemon=True)
                          for name, target in (("safety", self._safety_loop), ("motion", self._motion_loop),
                                               ("telemetry", self._telemetry_loop), ("connect", self._connect_loop))]
@@ -258,7 +259,15 @@ class VehicleBridge:
 
     def status(self) -> BridgeStatus:
         """The last tick's status, overruled by a link seen lost since (a safety thread stuck in a
-        hold cannot make it stale)."""
+        hold cannot make it stale). A once-only note rides on every tick's status until this has
+        returned it, so the reader that publishes sees it however fast the safety thread ticks."""
+        status = self._current_status()
+        with self._lock:
+            if self._fence_note is not None and self._fence_note in status.reason:
+                self._fence_note = None
+        return status
+
+    def _current_status(self) -> BridgeStatus:
         with self._lock:
             status = self._status
             lost = self._lost_reason()
@@ -283,7 +292,7 @@ class VehicleBridge:
 
     @property
     def moving(self) -> bool:
-        return self.status().moving
+        return self._current_status().moving
 
     # -- the safety thread ------------------------------------------------------------------------
 
@@ -341,11 +350,10 @@ class VehicleBridge:
         command once), and the status. Called by the safety thread; callable from another (serialised)."""
         with self._tick_lock:
             status = self._tick(self.clock() if now is None else now)
-            if self._fence_note is not None and status.code != LINK_ERROR:
-                status = BridgeStatus(status.moving, status.code, f"{status.reason}; {self._fence_note}",
-                                      status.estop, status.connected)
-                self._fence_note = None
             with self._lock:
+                if self._fence_note is not None and status.code != LINK_ERROR:
+                    status = BridgeStatus(status.moving, status.code, f"{status.reason}; {self._fence_note}",
+                                          status.estop, status.connected)
                 self._status = status
             return status
 
@@ -403,8 +411,8 @@ class VehicleBridge:
             self._start_failed = None
         if isinstance(command, Hold):
             return self._stop_with("hold", code, reason, estop)
-        if command != self._sent and not _same_place(command, self._starting):
-            self._submit(command)
+        if command != self._sent and not (self._starting is not None and isinstance(command, Goal)):
+            self._submit(command)  # a new goal waits for a flying start under way: every goal needs it
         self._keepalive()
         return BridgeStatus(True, code, reason, estop, True)
 
@@ -486,6 +494,13 @@ class VehicleBridge:
             return (_same_place(now, command) if same_place else now == command) and not self.gate.estop.latched
         return allowed
 
+    def _start_allowed(self) -> bool:
+        """Asked by the door before arming and the takeoff: the gate, now, lets a goal through."""
+        with self._lock:
+            if self._override is not None or self._lost_reason() is not None:
+                return False
+        return isinstance(self._verdict().command, Goal) and not self.gate.estop.latched
+
     def _motion_loop(self) -> None:
         while not self._stop.is_set():
             with self._job_cv:
@@ -520,22 +535,23 @@ class VehicleBridge:
         snap = self._snapshot
         now = self._needs_flying_start(snap)
         if now is None:
-            self._fly(command, epoch, self._still_allowed(command), snap, started=False)
+            self._fly(command, epoch, self._still_allowed(command), snap)
             return
-        # While it climbs, the gate re-clamps the goal's speed to the height it is at: the same goal
-        # (place, height, heading) keeps the start going; anything else stops it. Once it flies, the
-        # goal with the speed clamped now follows as a job of its own.
+        # Any goal the gate lets through keeps the start going (a street walk decides its next goal
+        # while the vehicle still climbs); a hold, a velocity or the e-stop stops it. Once it flies,
+        # a newer goal, or this one with the speed clamped now, follows as a job of its own.
         self._starting = command
         try:
-            loose = self._still_allowed(command, same_place=True)
-            if self._flying_start(command, epoch, loose, now):
-                self._fly(command, epoch, loose, snap, started=True)
+            if self._flying_start(command, epoch, self._start_allowed, now):
+                self._just_started = True
+                if _same_place(self._verdict().command, command):
+                    self._fly(command, epoch, self._still_allowed(command, same_place=True), snap)
         finally:
             self._starting = None
             self._wake.set()
 
-    def _fly(self, command: Command, epoch: int, allowed: Callable[[], bool], snap: Optional[_Snapshot],
-             started: bool) -> None:
+    def _fly(self, command: Command, epoch: int, allowed: Callable[[], bool], snap: Optional[_Snapshot]) -> None:
+        started, self._just_started = self._just_started, False
         if self.capabilities.take_control and (started or snap is None or not snap.state.in_control):
             if started:
                 self._say("taking control (the autopilot's control mode, with the setpoint stream)")

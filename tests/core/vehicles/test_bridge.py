@@ -332,6 +332,46 @@ def test_a_goal_to_a_vehicle_on_the_ground_arms_takes_off_takes_control_and_flie
 
 
 @pytest.mark.parametrize("flavour", ["px4", "ardupilot"])
+def test_a_newer_goal_during_the_climb_keeps_the_start_going_and_is_flown_after_it(flown, flavour):
+    """A street walk decides its next goal while the vehicle still climbs (its first goal, the start
+    node, is reached at once): the takeoff goes on, once, and the newer goal is the one flown."""
+    from pymavlink.dialects.v20 import ardupilotmega as mavlink
+
+    sim, bridge = flown(flavour, max_climb_m_s=0.8)  # 4 m in 5 s: the second goal comes mid-climb
+    said: list[str] = []
+    bridge.on_event = said.append
+    first = Goal(*destination(HOME[0], HOME[1], 0.0, 0.0), alt_m=0.0)
+    newer = Goal(*destination(HOME[0], HOME[1], 90.0, 20.0), alt_m=0.0)
+    bridge.command(first)
+    assert wait_for(lambda: "taking off to 4 m" in said and sim.position[2] > 0.3, 20.0), (said, sim.position)
+    bridge.command(newer)
+    assert sim.position[2] < 3.0  # still climbing when the newer goal came
+    assert wait_for(lambda: abs(sim.pos[0] - 20.0) < 1.0, 30.0), (sim.pos, said, bridge.status())
+    assert [line.split(" in ")[0] for line in said[:4]] == ["arming", "armed", "taking off to 4 m", "took off"]
+    assert said[-1].startswith(f"in control ({sim.flavour.control_mode})"), said
+    takeoffs = sim.count(frozenset(), commands=frozenset({mavlink.MAV_CMD_NAV_TAKEOFF}))
+    assert takeoffs == 1 and bridge.holds == 1 and bridge.status().moving  # the hold is the connect's first
+
+
+@pytest.mark.parametrize("flavour", ["px4", "ardupilot"])
+def test_a_hold_during_the_climb_stops_the_start_and_nothing_follows(flown, flavour):
+    from cityseeker_ros.core.vehicles.mavlink.simulator import SETPOINTS
+    from cityseeker_ros.core.vehicles.safety import HOLD
+
+    sim, bridge = flown(flavour, max_climb_m_s=0.8)
+    said: list[str] = []
+    bridge.on_event = said.append
+    bridge.command(Goal(*destination(HOME[0], HOME[1], 90.0, 20.0), alt_m=0.0))
+    assert wait_for(lambda: "taking off to 4 m" in said and sim.position[2] > 0.3, 20.0), (said, sim.position)
+    held_at = time.monotonic()
+    bridge.command(HOLD)
+    assert wait_for(lambda: bridge.holds == 2, 5.0), bridge.status()
+    assert wait_for(lambda: not bridge.status().moving, 5.0), bridge.status()
+    assert not any(line.startswith(("took off", "taking control")) for line in said), said
+    assert sim.count(SETPOINTS, held_at) == 0 and abs(sim.pos[0]) < 0.5
+
+
+@pytest.mark.parametrize("flavour", ["px4", "ardupilot"])
 def test_a_refused_arming_is_the_status_in_the_autopilots_words_and_nothing_flies(flown, flavour):
     from cityseeker_ros.core.vehicles.bridge import ARMING_DENIED
     from cityseeker_ros.core.vehicles.mavlink.simulator import SETPOINTS

@@ -24,8 +24,9 @@ def canned(monkeypatch) -> Iterator[tuple[CannedServer, OpenAIBackend]]:
     """The loopback server and an OpenAI backend talking to it, both closed after the test."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server = CannedServer()
+    # One request at a time: the canned replies then meet the records in order.
     backend = OpenAIBackend(base_url=server.url, model=MODEL, timeout_s=5.0, backoff_s=0.01, backoff_max_s=0.05,
-                            json_mode="off")
+                            json_mode="off", max_concurrency=1)
     yield server, backend
     backend.close()
     server.close()
