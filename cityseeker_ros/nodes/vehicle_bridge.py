@@ -40,7 +40,7 @@ from cityseeker_ros.core.vehicles.bridge import (
     VehicleBridge,
     status_level,
 )
-from cityseeker_ros.core.vehicles.safety import EStop, LatchFile, SafetyGate
+from cityseeker_ros.core.vehicles.safety import EStop, LatchFile, SafetyConfig, SafetyGate
 from cityseeker_ros.core.vehicles.safety.config import load_safety_config
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, convert_vehicle, qos, typed, vehicle_link
@@ -87,7 +87,7 @@ class VehicleBridgeNode(Node):
             raise ConfigError(f"parameter safety_config is required for the {p['link']} link (it flies): a YAML "
                               "file with at least a geofence (config/safety.yaml is an example)")
         else:
-            safety = vehicle_link.estop_only_config()
+            safety = SafetyConfig.estop_only()
         setup = vehicle_link.make_vehicle(p["link"], link_params, velocity_period_s=rates["velocity_period_s"])
         self._link_name, self._guarded = p["link"], bool(p["safety_config"])
         self._setup = setup

@@ -190,15 +190,3 @@ def parse_vehicle(spec: str) -> tuple[str, dict[str, Any]]:
             raise ConfigError(f"--vehicle {spec}: expected airsim:HOST:PORT, port a number")
         params["port"] = int(port)
     return name, params
-
-
-def estop_only_config():
-    """No safety file, on a link that does not fly (the walker, AirSim teleport): no fence, no
-    ceiling, no heartbeat, no decision watchdog (such a vehicle does not move between decisions);
-    the e-stop still latches and holds it."""
-    from cityseeker_ros.core.vehicles.safety.config import SafetyConfig
-    from cityseeker_ros.core.vehicles.safety.geofence import Unfenced
-
-    return SafetyConfig(geofence=Unfenced(), decision_timeout_s=math.inf, heartbeat_timeout_s=None,
-                        max_speed_m_s=math.inf, max_vertical_speed_m_s=math.inf, max_altitude_m=math.inf,
-                        max_yaw_rate_deg_s=math.inf, min_altitude_m=-math.inf)

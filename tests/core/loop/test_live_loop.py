@@ -127,3 +127,25 @@ def test_an_estop_reset_moves_nothing_until_a_new_decision(tiny_city):
     after = [k for k, v in rig.recorder.events[reset:] if k == "ask" or (k == "command" and isinstance(v[0], Goal))]
     assert after[:2] == ["ask", "command"], after  # a new decision first, then its goal
     assert rig.loop.state == "running"
+
+
+def test_the_fields_gate_holds_the_walker_whatever_the_loop_sends(tiny_city):
+    """The simulated field passes each command through its own safety gate right before the walker,
+    as the vehicle bridge does: with that gate's e-stop latched (the loop not told), the loop's goals
+    keep coming and the walker takes none of them."""
+    config = BenchmarkConfig(data=str(tiny_city), policy="forward", limit=1, max_steps=6)
+    rig = live_rig(config, speed_m_s=0.5, stall_timeout_s=600.0)
+    rig.loop.start()
+    while not [c for c, _, _ in rig.recorder.of("command") if isinstance(c, Goal)]:
+        rig.step()
+        assert rig.clock.t < 1100
+    rig.field.gate.estop.trigger("test", "latched behind the loop's back")
+    while rig.walker.goal is not None:  # the goal on its way stands until the loop repeats it: then a hold
+        rig.step()
+        assert rig.clock.t < 1200
+    moves, where, sent = rig.walker.moves, rig.walker.position, len(rig.recorder.of("command"))
+    for _ in range(200):  # 10 s: the loop repeats its goal about once a second
+        rig.step()
+    goals_after = [c for c, _, _ in rig.recorder.of("command")[sent:] if isinstance(c, Goal)]
+    assert len(goals_after) >= 5, "the loop kept sending goals"
+    assert rig.walker.moves == moves and rig.walker.position == where

@@ -36,6 +36,17 @@ class SafetyConfig:
                       self.max_yaw_rate_deg_s, self.min_altitude_m)
 
     @classmethod
+    def estop_only(cls) -> SafetyConfig:
+        """No safety file, on a vehicle that does not fly (the walker, AirSim teleport): no fence, no
+        ceiling, no heartbeat, no decision watchdog (such a vehicle does not move between decisions);
+        the e-stop still latches and holds it."""
+        from cityseeker_ros.core.vehicles.safety.geofence import Unfenced
+
+        return cls(geofence=Unfenced(), decision_timeout_s=math.inf, heartbeat_timeout_s=None,
+                   max_speed_m_s=math.inf, max_vertical_speed_m_s=math.inf, max_altitude_m=math.inf,
+                   max_yaw_rate_deg_s=math.inf, min_altitude_m=-math.inf)
+
+    @classmethod
     def from_dict(cls, d: Any, prefix: str = "safety") -> SafetyConfig:
         """E.g. `{"geofence": {"circle": {"center": [22.3, 114.18], "radius_m": 300}},
         "decision_timeout_s": 3, "max_altitude_m": 30}`; unknown keys are errors."""

@@ -8,6 +8,8 @@ node reached from a frame source, and a policy answers each question as the deci
 The field is the loop's `Outputs`: it queues what the loop says and acts on it in `step()` (one
 GNSS fix through the chain), never inside the loop's own call, so a loop that takes a lock (a
 Seek) is never re-entered; every output is also passed on to `inner` (a recorder, a publisher).
+Each motion command passes the field's safety gate right before the walker gets it, as on the
+vehicle bridge: a tripped e-stop (`field.gate.estop`) holds the walker.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from cityseeker_ros.core.sensing.localisation import GraphLocaliser, Localisatio
 from cityseeker_ros.core.tasks.environment import Action
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.vehicles.safety.commands import Command, Goal
+from cityseeker_ros.core.vehicles.safety.config import SafetyConfig
+from cityseeker_ros.core.vehicles.safety.gate import SafetyGate
 from cityseeker_ros.core.vehicles.sim.walker import SimulatedWalker
 
 GOAL_NODE_MATCH_M = 0.5  # a goal this close to a node names that node (graph_localiser's goal hint)
@@ -55,8 +59,10 @@ class PolicyDecider:
 
 class SimulatedField(SeekOutputs):
     def __init__(self, world: World, walker: SimulatedWalker, frames: FrameSource, decider: Optional[PolicyDecider],
-                 max_steps: int, inner: Optional[Outputs] = None) -> None:
+                 max_steps: int, inner: Optional[Outputs] = None, gate: Optional[SafetyGate] = None) -> None:
+        """`gate`: default the walker's own (no fence, no watchdog; the e-stop holds it)."""
         self.world, self.walker, self.decider = world, walker, decider
+        self.gate = gate if gate is not None else SafetyGate.from_config(SafetyConfig.estop_only())
         self.inner = inner if inner is not None else SeekOutputs()
         self.localiser = GraphLocaliser(world.graph, world.actions)
         self.builder = ViewSetBuilder(frames, world, max_steps=max_steps)
@@ -93,9 +99,11 @@ class SimulatedField(SeekOutputs):
         while self._queue:
             kind, value = self._queue.popleft()
             if kind == "command":
-                self.walker.command(value)
-                if isinstance(value, Goal):
-                    node, distance = self.world.graph.nearest_nodes(value.lat, value.lon, 1)[0]
+                lat, lon = self.walker.position
+                allowed = self.gate.decision(value, position=(lat, lon, 0.0)).command
+                self.walker.command(allowed)
+                if isinstance(allowed, Goal):
+                    node, distance = self.world.graph.nearest_nodes(allowed.lat, allowed.lon, 1)[0]
                     self.localiser.expect(node if distance <= GOAL_NODE_MATCH_M else None)
             elif kind == "progress":
                 p = value

@@ -54,8 +54,8 @@ class SimulatedWalker:
         return self.goal is not None
 
     def command(self, command: Command) -> None:
-        """A motion command as the safety gate let it through. Compatibility path for the walker node,
-        the simulated field and tests until they drive a WalkerLink behind the generic bridge."""
+        """A motion command as a safety gate let it through: the in-process simulated field's gate
+        (sim/field.py); a WalkerLink behind the generic bridge moves it through go_to and hold."""
         if isinstance(command, Goal):
             self._walk_to(command.lat, command.lon)
         elif isinstance(command, Hold):
