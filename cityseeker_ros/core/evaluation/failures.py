@@ -171,6 +171,16 @@ def departure_histogram(records: Sequence[Mapping[str, Any]], *, failed_only: bo
 
 END_LABELS = {"stopped": "Stopped", "budget_exhausted": "Never stopped (step budget ran out)",
               "error": "Backend error", "invalid_action": "Invalid actions"}
+ANSWERED_LABEL = "Answered, not correctly"  # for families that take the answer action (questions)
+
+
+def end_labels(family: Any) -> dict[str, str]:
+    """The failure branches a family's episodes can end in: END_LABELS, with "answered" second
+    where the family answers."""
+    if "answer" not in family.actions:
+        return dict(END_LABELS)
+    labels = list(END_LABELS.items())
+    return dict(labels[:1] + [("answered", ANSWERED_LABEL)] + labels[1:])
 
 
 def _node(key: str, label: str, members: Sequence[tuple[Mapping[str, Any], list[str]]],
@@ -203,10 +213,11 @@ def failure_tree(records: Sequence[Mapping[str, Any]], coords: Optional[Coords] 
         |  |- success/clean           no node visited twice
         |  `- success/loop            some node visited twice
         `- failure
-           |- stopped                 one node per end reason, always in END_LABELS order
+           |- stopped                 one node per end reason, always in end_labels(family) order
            |  |- stopped/never-near   "premature stop"
            |  |- stopped/overshoot
            |  `- stopped/distance-unknown
+           |- answered                (same three children) where the family answers: questions
            |- budget_exhausted        (same three children), error, invalid_action,
            `- other                   only when some record has another end reason
 
@@ -226,12 +237,13 @@ def failure_tree(records: Sequence[Mapping[str, Any]], coords: Optional[Coords] 
         _node("success/clean", "clean: no node visited twice", [m for m in wins if "success-with-loop" not in m[1]]),
         _node("success/loop", "with a loop: some node visited twice", [m for m in wins if "success-with-loop" in m[1]]),
     ])
-    by_reason: dict[str, list[tuple[Mapping[str, Any], list[str], Any]]] = {k: [] for k in END_LABELS}
+    labels = end_labels(family)
+    by_reason: dict[str, list[tuple[Mapping[str, Any], list[str], Any]]] = {k: [] for k in labels}
     others: list[tuple[Mapping[str, Any], list[str], Any]] = []
     for item in losses:
         by_reason.get(str(item[0].get("end_reason")), others).append(item)
     reasons = []
-    for key, label in list(END_LABELS.items()) + ([("other", "Other end reasons")] if others else []):
+    for key, label in list(labels.items()) + ([("other", "Other end reasons")] if others else []):
         group = by_reason.get(key, others)
         members = [(r, t) for r, t, _ in group]
         known = [came_near(r, c) is not None for r, _, c in group]

@@ -200,3 +200,21 @@ def test_report_shows_the_perception_split_only_for_reading_policies():
     assert "### Failures by what the agent saw" in md and "never saw a satisfying sign: **1**" in md
     assert "Failures by what the agent saw" in failures_html(analyse([blind]))
     assert "what the agent saw" not in failures_md(analyse([record(["F3", "F2"])]))
+
+
+def test_a_wrong_answer_has_its_own_branch_where_the_family_answers():
+    """Questions end by answering: a wrong answer is a failure branch of its own (split by how near
+    the agent came), not 'other'; a needs tree has no such branch."""
+    def question(path, correct=False):
+        return record(path, end="answered", family="questions", metrics={"accuracy": 100.0 if correct else 0.0})
+
+    out_of_steps = question(["F3"]) | {"end_reason": "budget_exhausted"}
+    tree = failure_tree([question(["F3", "F2", "F1", "N", "T"], correct=True), question(["F3", "F2"]),
+                         question(["F3", "F2", "F1", "N", "F1"]), out_of_steps])
+    nodes = {node["key"]: node for _, node in iter_tree(tree)}
+    assert [c["key"] for c in nodes["failure"]["children"]] == \
+        ["stopped", "answered", "budget_exhausted", "error", "invalid_action"]
+    assert nodes["success"]["count"] == 1 and nodes["answered"]["count"] == 2 and nodes["answered"]["label"] == \
+        "Answered, not correctly"
+    assert nodes["answered/never-near"]["count"] == 1 and nodes["answered/overshoot"]["count"] == 1
+    assert "answered" not in {node["key"] for _, node in iter_tree(failure_tree(mixed_records()))}
