@@ -1,5 +1,5 @@
 """The one door between the bridge and a link's motion calls, and how a hold shuts it (the motion
-epoch gate; airsim/motion_gate.py generalised to every link).
+epoch gate, for every link).
 
 Every motion job carries the epoch it was decided under; a hold (and every new job) starts a new
 epoch. Each motion call is checked against the current epoch, and against the safety gate's

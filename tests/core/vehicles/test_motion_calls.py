@@ -26,8 +26,8 @@ PACKAGE = Path(cityseeker_ros.__file__).parent
 MOTION = {"go_to", "velocity", "takeoff", "land", "return_to_launch", "hold", "arm", "terminate", "take_control"}
 PRIVATE_SENDERS = {"_send_motion", "_send_setpoint", "_give_back", "_set_mode", "_move", "_walk_to", "_stand"}
 BRIDGE = "core/vehicles/bridge.py"
-# Not links: loops and gates with their own hold (the AirSim view link's shut MotionGate).
-NOT_LINKS = {"core/vehicles/airsim/motion_gate.py", "core/vehicles/motion_door.py"}
+# Not links: the door with its own hold.
+NOT_LINKS = {"core/vehicles/motion_door.py"}
 
 
 def link_packages() -> dict[str, str]:

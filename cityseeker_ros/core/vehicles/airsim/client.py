@@ -14,18 +14,15 @@ import socket
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
-from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError, MotionRefused
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, yaw_from_quat
-
-if TYPE_CHECKING:
-    from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionGate
 
 CLIENTS = ("airsim", "cosysairsim")  # "auto" tries them in this order
 DEFAULT_PORT = 41451  # AirSim's ApiServerPort
@@ -114,7 +111,7 @@ class AirSimLink:
         self.raw_channel_order = raw_channel_order
         self.lib = load_client_module(client)
         self._client: Any = None
-        self.gate: Optional[MotionGate] = None  # the bridge's motion link: every motion call passes it
+        self.refuse_motion = False  # True on the view source's camera link: nothing that moves the vehicle passes
 
     @property
     def address(self) -> str:
@@ -155,11 +152,12 @@ class AirSimLink:
             raise AirSimError(f"AirSim {method} at {self.address} failed: {exc!r}") from exc
 
     def _move(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Every call that sets the vehicle moving goes through here, so a gated link (the
-        bridge's motion link, core/vehicles/airsim/motion_gate.py) checks each one right before it is sent."""
-        if self.gate is None:
-            return self._call(method, *args, **kwargs)
-        return self.gate.send(lambda: self._call(method, *args, **kwargs))
+        """Every call that sets the vehicle moving goes through here: the bridge sends them through its
+        motion door (core/vehicles/motion_door.py); a camera-only link refuses them."""
+        if self.refuse_motion:
+            raise MotionRefused(f"AirSim {method} refused: this link only poses the camera; only the vehicle "
+                                "bridge moves the vehicle")
+        return self._call(method, *args, **kwargs)
 
     def ping(self) -> bool:
         return bool(self._call("ping"))

@@ -1,4 +1,4 @@
-"""The one error every AirSim module raises, apart from the link so the motion gate can raise it too."""
+"""The errors AirSim modules raise, apart from the link so every module can raise them."""
 from __future__ import annotations
 
 from cityseeker_ros.core.vehicles.link import LinkError
@@ -6,3 +6,8 @@ from cityseeker_ros.core.vehicles.link import LinkError
 
 class AirSimError(LinkError):
     """AirSim is unreachable or refused a call; the message names host:port and the call."""
+
+
+class MotionRefused(Exception):
+    """A call that moves the vehicle, made on a link that only poses the camera (the view source's).
+    Not an AirSimError: a mistake in the code, never a link failure to retry."""

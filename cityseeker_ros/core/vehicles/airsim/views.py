@@ -1,12 +1,12 @@
 """The "look around" view set from AirSim: the CAMERA turns to each walkable heading, never the
 vehicle, and is put back on its mount afterwards.
 
-Only the bridge may move the vehicle, through its safety gate (core/vehicles/airsim/motion_gate.py): a
+Only the bridge may move the vehicle, through its safety gate and motion door: a
 view source that set the vehicle's pose to look around would ignore every hold and e-stop, and
 would yaw a flying drone. So the camera is posed with simSetCameraPose, which AirSim applies
 relative to the vehicle body: the vehicle pose is read once per view set and each heading becomes
-a camera orientation relative to it. The view source's link has a shut MotionGate, so even a
-mistaken motion call from here raises instead of reaching the vehicle.
+a camera orientation relative to it. The view source's link refuses every motion call, so even a
+mistaken one from here raises instead of reaching the vehicle.
 
 Registered as view source "airsim". The AirSim client library is loaded only when a source is
 made, so listing sources never needs it installed.
@@ -34,7 +34,6 @@ from cityseeker_ros.core.vehicles.airsim.frames import (
     quat_to_matrix,
     yaw_from_quat,
 )
-from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionGate
 
 
 @dataclass(frozen=True)
@@ -70,13 +69,12 @@ def camera_pose_for(heading_yaw: float, vehicle_position: Sequence[float], vehic
 
 
 class CameraLink(AirSimLink):
-    """AirSimLink plus the camera-pose calls; its motion gate is shut for good, so no call that
-    moves the vehicle can pass it (AirSimLink._move refuses with MotionCancelled)."""
+    """AirSimLink plus the camera-pose calls; no call that moves the vehicle passes it
+    (AirSimLink._move refuses with MotionRefused)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.gate = MotionGate()
-        self.gate.close()
+        self.refuse_motion = True
 
     def vehicle_pose(self) -> tuple[np.ndarray, Quaternion]:
         """Map-NED position and FRD-in-NED attitude, from simGetVehiclePose (every SimMode)."""

@@ -387,8 +387,8 @@ def test_no_motion_reaches_the_vehicle_after_a_hold(client_name, kind):
                 assert wait_for(lambda since=start: flight.timed("moveToPosition", after=since))
                 sleep_until(time.monotonic() + rng.uniform(0.0, 0.8 * TASK_S))
                 mid_move += 1
+            held = time.monotonic()  # before the trip: the safety thread may hover before trip() returns
             trip(bridge, kind)
-            held = time.monotonic()
             status = bridge.step()
             reported = time.monotonic()
             hold_s.append(reported - held)

@@ -1,13 +1,13 @@
 """Static guard: only the gated link moves the vehicle.
 
 A hold must reach every motion call (issue 12): a module with its own AirSim link that moves the
-vehicle bypasses the bridge's MotionGate (the camera source once turned the vehicle in place
+vehicle bypasses the bridge's motion door (the camera source once turned the vehicle in place
 through its own link, after an e-stop). So the package's source is parsed and every reference to
 something that moves the vehicle is checked against the one place allowed to make it:
 
 1. AirSim RPCs that move, pose or arm the vehicle (as attributes or as method-name strings):
    only inside AirSimLink (core/vehicles/airsim/client.py) and BridgeLink (core/vehicles/airsim/link.py), and
-   there only as the first argument of `self._move` (which passes the MotionGate), except the
+   there only as the first argument of `self._move` (which the bridge calls through its motion door), except the
    hold's own hover, sent with `self._call`;
 2. the link's motion methods (set_pose, move_to...): only the motion modes and the bridge;
 3. motion modes (go_to, turn_to, making one): only motion.py and the bridge's worker.
@@ -25,7 +25,7 @@ import cityseeker_ros
 PACKAGE = Path(cityseeker_ros.__file__).parent
 RPC = re.compile(r"^(move[A-Z]\w*|rotate[A-Z]\w*|simSetVehiclePose|simSetKinematics|simSetObjectPose|armDisarm"
                  r"|enableApiControl|takeoff(Async)?|land(Async)?|hover(Async)?|goHome(Async)?|cancelLastTask)$")
-HOLD_RPC = "hoverAsync"  # the hold itself: sent by the bridge's MotionGate.hold, never gated
+HOLD_RPC = "hoverAsync"  # the hold itself: sent by the bridge's MotionDoor.hold, never gated
 GATED = {("core/vehicles/airsim/client.py", "AirSimLink"), ("core/vehicles/airsim/link.py", "BridgeLink")}
 LINK_MOTION = {"set_pose", "take_control", "move_to", "rotate_at_rate", "rotate_to", "move_by_velocity", "hover"}
 MODE_MOTION = {"go_to", "turn_to"}
@@ -66,7 +66,7 @@ def violations(source: str, rel: str) -> list[str]:
             if (rel, owners.get(node)) not in GATED:
                 found.append(f"{where}: AirSim RPC {node.value!r} outside the gated link")
             elif id(node) not in gated_args:
-                found.append(f"{where}: AirSim RPC {node.value!r} not sent through self._move (the MotionGate)")
+                found.append(f"{where}: AirSim RPC {node.value!r} not sent through self._move")
         elif isinstance(node, ast.Attribute):
             if node.attr in LINK_MOTION:  # before RPC: BridgeLink.hover shares the wire name
                 if rel not in MOVERS and not calls_the_bridge(node):

@@ -14,9 +14,8 @@ from cityseeker_ros.core.sensing.views import VIEW_SOURCES, make_view_source
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.streets.graph import Node, StreetGraph
 from cityseeker_ros.core.tasks.episode import World
-from cityseeker_ros.core.vehicles.airsim.errors import AirSimError
+from cityseeker_ros.core.vehicles.airsim.errors import AirSimError, MotionRefused
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, quat_multiply, quat_to_matrix, wrap_pi
-from cityseeker_ros.core.vehicles.airsim.motion_gate import MotionCancelled
 from cityseeker_ros.core.vehicles.airsim.views import CameraPose, camera_pose_for
 from tests.core.vehicles.airsim.fake_airsim import MOUNT, camera_image, qmul, quat_yaw, vec, yaw_of
 
@@ -173,7 +172,7 @@ def test_the_view_link_refuses_every_motion_call(fake, client_name):
         for call in (lambda: source.link.set_pose((0.0, 0.0, -2.0), 1.0), source.link.take_control,
                      lambda: source.link.move_to((5.0, 0.0, -2.0), 1.0, 1.0),
                      lambda: source.link.rotate_to(1.0, 1.0, 2.0), lambda: source.link.rotate_at_rate(10.0, 1.0)):
-            with pytest.raises(MotionCancelled):
+            with pytest.raises(MotionRefused):
                 call()
     finally:
         source.close()
