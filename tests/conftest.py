@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 from pathlib import Path
 
 import pytest
+
+# A suite started in the background of a non-interactive shell (`make test &`, a CI runner's
+# script) inherits SIGINT ignored, and exec keeps an ignored signal ignored in every process it
+# starts; the tests that press Ctrl-C on a command they started would then test nothing. A
+# handler of our own is reset to the default on exec, so the commands get Ctrl-C as in a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 HK6 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cityseeker" / "HongKong_6"
 # On the equator one degree of longitude is a * pi / 180 metres of WGS84 geodesic.
