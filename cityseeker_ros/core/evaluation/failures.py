@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.streets.geodesy import pairwise_geodesic_m
-from cityseeker_ros.core.tasks.family import family_of_record, family_of_records
+from cityseeker_ros.core.tasks.family import TaskFamily, family_of_record, family_of_records
 
 NEAR_M = 50.0  # the paper's TCP radius; also the OSR radius of metrics.py
 TAGS = ("success", "success-with-loop", "loop", "premature-stop", "overshoot", "never-stopped",
@@ -174,7 +174,7 @@ END_LABELS = {"stopped": "Stopped", "budget_exhausted": "Never stopped (step bud
 ANSWERED_LABEL = "Answered, not correctly"  # for families that take the answer action (questions)
 
 
-def end_labels(family: Any) -> dict[str, str]:
+def end_labels(family: TaskFamily) -> dict[str, str]:
     """The failure branches a family's episodes can end in: END_LABELS, with "answered" second
     where the family answers."""
     if "answer" not in family.actions:

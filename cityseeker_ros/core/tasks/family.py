@@ -147,10 +147,10 @@ class TaskFamily(ABC):
     def describe(self, folder: Path) -> dict[str, Any]:
         """World facts to state beside every result of this family (a landmark count, the
         distribution of shortest routes); read from its task file's `world` block."""
-        from cityseeker_ros.core.infra.jsonfile import read_json_file as read_json
+        from cityseeker_ros.core.infra.jsonfile import read_json_object
 
         path = Path(folder) / self.tasks_file
-        return dict(read_json(path).get("world", {})) if path.is_file() else {}
+        return dict(read_json_object(path).get("world", {})) if path.is_file() else {}
 
 
 FAMILIES: Registry[TaskFamily] = Registry("task family")
