@@ -13,6 +13,7 @@ import ray
 from ray.cluster_utils import Cluster
 
 from cityseeker_ros.core.evaluation.executors.ray import connect
+from tests.core.evaluation.executors import gathering
 from tests.core.evaluation.executors.test_ray import run
 from tests.core.evaluation.test_benchmark import REPO, _cli
 
@@ -39,10 +40,17 @@ def count_lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-def test_three_nodes_write_the_serial_bytes_with_an_actor_on_each(hk6, cluster, tmp_path):
+def test_three_nodes_write_the_serial_bytes_with_an_actor_on_each(hk6, cluster, tmp_path, monkeypatch):
+    """The actors wait for one another before their first episode (`gathering`), so an actor that
+    starts late (a loaded machine, a worker Ray restarts) still takes part: the check is placement,
+    not start-up speed."""
     kw = dict(seeds=[0, 1, 2], limit=60)
     serial = run(hk6, tmp_path / "serial", **kw)
-    assert run(hk6, tmp_path / "ray", executor="ray", ray_address=cluster.address, **kw) == serial
+    marks = tmp_path / "nodes"
+    marks.mkdir()
+    gather = dict(policy=gathering.registered(monkeypatch), policy_params={"folder": str(marks), "nodes": 3})
+    assert run(hk6, tmp_path / "ray", executor="ray", ray_address=cluster.address, **gather, **kw) == serial
+    assert len(list(marks.iterdir())) == 3
     actors = run.summary["execution"]["actors"]
     assert len({where.split(" on ")[0] for where in actors}) == 3, actors  # one actor per node
     assert sum(a["episodes"] for a in actors.values()) == 180
