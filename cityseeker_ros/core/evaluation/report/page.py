@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cityseeker_ros.core.evaluation.failures import succeeded
+from cityseeker_ros.core.evaluation.failures import END_LABELS, succeeded
 from cityseeker_ros.core.evaluation.report import failures as report_failures
 from cityseeker_ros.core.evaluation.report import steps as report_steps
 from cityseeker_ros.core.evaluation.report.maps import (
@@ -27,7 +27,6 @@ from cityseeker_ros.core.evaluation.report.maps import (
 )
 from cityseeker_ros.core.evaluation.report.tables import (
     CEILING_NOTE,
-    END_REASONS,
     Table,
     fmt,
     fmt_mean_sd,
@@ -166,7 +165,7 @@ def breakdown_table(family: TaskFamily, title: str, first_column: str, groups: M
 
 
 def end_reason_table(episodes: Sequence[dict]) -> Table:
-    counts: dict[str, int] = {r: 0 for r in END_REASONS}
+    counts: dict[str, int] = {r: 0 for r in END_LABELS}  # others (answered) only where they occur
     for rec in episodes:
         reason = str(rec.get("end_reason", "unknown"))
         counts[reason] = counts.get(reason, 0) + 1

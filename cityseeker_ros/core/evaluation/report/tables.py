@@ -10,9 +10,6 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from cityseeker_ros.core.tasks.family import TaskFamily
 
-END_REASONS = ("stopped", "budget_exhausted", "invalid_action", "error")  # others (answered) only where they occur
-
-
 CEILING_NOTE = ("The share of episodes whose target is reachable within the step budget under "
                 "the paper's action model (choosing a walkable heading moves along the closest "
                 "out-edge). No policy can exceed it on TCE; TCP and TCC can exceed it slightly, "
