@@ -197,8 +197,11 @@ class SeekServer:
         return msg
 
     def _reject(self, goal_handle: Any, code: str, reason: str) -> Seek.Result:
-        """ABORTED (never SUCCEEDED), so `ros2 action send_goal` says the goal failed."""
-        self.node.get_logger().warning(f"seek goal rejected ({code}): {reason}")
+        """ABORTED (never SUCCEEDED), so `ros2 action send_goal` says the goal failed. An empty
+        need is how `SeekClient.wait_until_ready` probes the server: logged, but not as a warning."""
+        log = self.node.get_logger()
+        probe = code == "bad_need" and not str(goal_handle.request.need).strip()
+        (log.debug if probe else log.warning)(f"seek goal rejected ({code}): {reason}")
         goal_handle.abort()
         return rejected_seek(code, reason)
 

@@ -129,11 +129,14 @@ def test_bad_goals_get_clear_rejections_and_never_hang(monaco_dir, ros_env, tmp_
         runner.start()
         report = drive(tmp_path, ros_env, runner, steps)
     s = report["steps"][1:]
+    log = (runner.logs / "supervisor.log").read_text()
 
     def rejected(i: int, code: str) -> str:
         return rejection(s[i], code)
 
     assert "empty" in rejected(0, "bad_need")
+    # Warned once, for the too-long need: the readiness probes and goal 0 (empty needs) log at debug.
+    assert log.count("seek goal rejected (bad_need)") == 1, log
     assert f"{MAX_NEED_CHARS + 1} characters" in rejected(1, "bad_need")
     assert "max_steps" in rejected(2, "bad_budget")
     assert s[3]["feedback"] >= 1 and not s[3]["ended"]
