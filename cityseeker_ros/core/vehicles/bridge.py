@@ -484,22 +484,23 @@ class VehicleBridge:
 
     # -- the motion thread ------------------------------------------------------------------------
 
-    def _still_allowed(self, command: Command, same_place: bool = False) -> Callable[[], bool]:
-        """Asked by the door right before the call: the gate, now, still lets this very command through."""
-        def allowed() -> bool:
-            with self._lock:
-                if self._override is not None or self._lost_reason() is not None:
-                    return False
-            now = self._verdict().command
-            return (_same_place(now, command) if same_place else now == command) and not self.gate.estop.latched
-        return allowed
-
-    def _start_allowed(self) -> bool:
-        """Asked by the door before arming and the takeoff: the gate, now, lets a goal through."""
+    def _gate_lets(self, matches: Callable[[Command], bool]) -> bool:
+        """The gate, now, lets through a command that `matches`: no pilot override, the link not
+        lost, the e-stop not latched."""
         with self._lock:
             if self._override is not None or self._lost_reason() is not None:
                 return False
-        return isinstance(self._verdict().command, Goal) and not self.gate.estop.latched
+        return matches(self._verdict().command) and not self.gate.estop.latched
+
+    def _still_allowed(self, command: Command, same_place: bool = False) -> Callable[[], bool]:
+        """Asked by the door right before the call: the gate, now, still lets this very command through."""
+        if same_place:
+            return lambda: self._gate_lets(lambda now: _same_place(now, command))
+        return lambda: self._gate_lets(lambda now: now == command)
+
+    def _start_allowed(self) -> bool:
+        """Asked by the door before arming and the takeoff: the gate, now, lets a goal through."""
+        return self._gate_lets(lambda now: isinstance(now, Goal))
 
     def _motion_loop(self) -> None:
         while not self._stop.is_set():
