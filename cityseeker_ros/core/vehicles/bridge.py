@@ -37,11 +37,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.vehicles.authority import Authority, Event, Send, State, Step
 from cityseeker_ros.core.vehicles.link import (
     BREACH_ACTIONS,
     Fence,
@@ -52,7 +53,7 @@ from cityseeker_ros.core.vehicles.link import (
 )
 from cityseeker_ros.core.vehicles.motion_door import MotionDoor, MotionDropped
 from cityseeker_ros.core.vehicles.safety.codes import Check, SafetyCode
-from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold, Velocity
+from cityseeker_ros.core.vehicles.safety.commands import Command, Goal, Velocity
 from cityseeker_ros.core.vehicles.safety.gate import SafetyGate, Verdict
 from cityseeker_ros.core.vehicles.safety.geofence import CircleFence, Geofence, PolygonFence
 
@@ -68,6 +69,9 @@ TERMINATED = "terminated"  # motors cut on a confirmed request
 ARMING_DENIED = "arming_denied"  # the flying start: the autopilot refused to arm (its words in the reason)
 TAKEOFF_FAILED = "takeoff_failed"  # the flying start: the takeoff was refused or did not reach its height
 ON_GROUND_M = 0.5  # below this height above home a vehicle with arm and takeoff takes off before a goal
+SAFETY_STALLED = "safety_stalled"  # the safety thread has not ticked for a while: motion refused
+END_ACTIONS = ("hold", "land", "rtl")  # what a Seek's end and a shutdown do
+MOVING_STATES = (State.COMMANDING, State.STARTING)
 
 ESTOP_ACTIONS = ("hold", "land")  # cutting motors is never an e-stop action: see terminate()
 CIRCLE_VERTICES = 16  # a circular geofence goes to the autopilot as the polygon around it
@@ -108,23 +112,22 @@ class _Snapshot:
     read_at: float  # time.monotonic() when the read started
 
 
-# What the safety thread wants the vehicle to do: a stop action by name, or a command to fly.
-Action = Union[str, Goal, Velocity]
-STOPS = ("hold", "land", "rtl", "terminate")
-
-
 class VehicleBridge:
     def __init__(self, link: VehicleLink, gate: SafetyGate, *, estop_action: str = "hold",
                  rtl_battery_fraction: Optional[float] = None, safety_period_s: float = 0.05,
                  state_period_s: float = 0.1, link_timeout_s: float = 0.5, velocity_period_s: float = 0.5,
                  connect_timeout_s: float = 3.0, reconnect_period_s: float = 2.0, hold_timeout_s: float = 2.0,
-                 fence_breach_action: str = "hold", clock: Clock = time.monotonic, start: bool = True) -> None:
+                 fence_breach_action: str = "hold", end_action: str = "hold", clock: Clock = time.monotonic,
+                 start: bool = True) -> None:
         if estop_action not in ESTOP_ACTIONS:
             raise ConfigError(f"estop_action must be one of {', '.join(ESTOP_ACTIONS)} (cutting motors is a "
                               f"separate, confirmed request); got {estop_action!r}")
         if fence_breach_action not in BREACH_ACTIONS:
             raise ConfigError(f"fence_breach_action must be one of {', '.join(BREACH_ACTIONS)}; "
                               f"got {fence_breach_action!r}")
+        if end_action not in END_ACTIONS:
+            raise ConfigError(f"end_action must be one of {', '.join(END_ACTIONS)}; got {end_action!r}")
+        check_takeoff_height(link, gate)
         self.fence_breach_action = fence_breach_action
         self.fence: Optional[Fence] = None  # the geofence as the vehicle holds it, after a connect
         self._fence_note: Optional[str] = None  # why the vehicle holds no fence: in the status until read once
@@ -135,13 +138,14 @@ class VehicleBridge:
         self.connect_timeout_s, self.reconnect_period_s = float(connect_timeout_s), float(reconnect_period_s)
         self.capabilities = link.capabilities
         self.door = MotionDoor(hold_timeout_s=hold_timeout_s)
-        self._gate_lock = threading.RLock()  # the gate's state; never held across a link call
+        self.authority = Authority(estop_action, end_action)
+        # The authority machine and the decision numbers: changed under _gate_lock, never across a link call.
+        self._gate_lock = threading.RLock()
         self._tick_lock = threading.Lock()  # one safety tick at a time
         self._lock = threading.Lock()  # the fields below
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._connected = False
-        self._connecting = False
         self._connect_attempts = 0
         self.connect_tried = threading.Event()  # set after the first connect attempt ended
         self._next_connect = -math.inf
@@ -149,26 +153,37 @@ class VehicleBridge:
         self._ever_connected = False
         self._link_error: Optional[str] = None
         self._snapshot: Optional[_Snapshot] = None
-        self._done: Optional[str] = None  # the stop action last confirmed ("hold", "land"...), None while moving
-        self._sent: Optional[Command] = None  # the command given to the motion thread since the last stop
-        self._job: Optional[tuple[Command, int]] = None
-        self._job_cv = threading.Condition()
-        self._commanding_since: Optional[float] = None  # monotonic: the stack holds control since
-        self._override: Optional[str] = None
-        self._rtl_requested = False
+        self._last_tick = time.monotonic()  # when the safety thread last finished a tick
+        # Requests from other threads, taken by the next tick: the newest decision number when asked
+        # (a decision sent after the request counts as made after it), None when not asked.
+        self._rtl_requested: Optional[int] = None
+        self._take_requested: Optional[int] = None
+        self._end_requested: Optional[int] = None
+        self._reset_at: Optional[int] = None
         self._terminate_requested = False
+        self._pilot_reported: Optional[str] = None  # a link call raised PilotOverride
+        # The safety thread's own bookkeeping of what it gave the motion thread.
+        self._latest_seq = 0  # the decision number of gate.latest
+        self._flying_seq: Optional[int] = None  # the decision the motion thread carries out
+        self._sent: Optional[Command] = None  # that decision as filtered when given (re-given when it changes)
+        self._job: Optional[tuple[Command, int, str]] = None  # (command, epoch, "fly" or "start")
+        self._job_cv = threading.Condition()
+        self._stop_confirmed: Optional[Send] = None  # the stop the link last returned from; None: not confirmed
+        self._trust_after = -math.inf  # telemetry read before this is no evidence of a pilot (take-control)
+        self._control_since: Optional[float] = None  # take_control() returned in this stint of commanding
+        self._airborne = False  # armed and seen above ON_GROUND_M since the last disarm
+        self._just_started = False  # the motion thread's: the next flight follows a flying start (said aloud)
+        self._start_result: Optional[tuple[int, bool]] = None  # (epoch, flew) from the motion thread
+        self._start_failed: Optional[tuple[int, str, str]] = None  # (decision number, code, reason)
+        self._refused: Optional[tuple[str, str]] = None  # a moving decision not carried out: (code, reason)
         self._status = BridgeStatus(False, LINK_ERROR, "connecting to the vehicle", gate.estop.latched, False)
         self.holds = 0  # stop actions issued (for diagnostics and tests)
         self.stops: list[str] = []  # every stop action issued, in order
         # The flying start (arm, take off, take control before a goal): what it says, as it happens
-        # (`on_event`, called on the motion thread: the node logs it), and a refusal kept in the
-        # status until a new decision: (the command it was for, code, reason).
+        # (`on_event`, called on the motion thread: the node logs it).
         self.on_event: Optional[Callable[[str], None]] = None
         self.events: list[tuple[float, str]] = []  # (monotonic, line)
         self.takeoff_timeout_s = 30.0
-        self._start_failed: Optional[tuple[Command, str, str]] = None
-        self._starting: Optional[Command] = None  # the goal whose flying start runs (its speed may be re-clamped)
-        self._just_started = False  # the motion thread's: the next motion after a flying start takes control
         self._threads = [threading.Thread(target=target, name=f"vehicle-{name}", daemon=True)
                          for name, target in (("safety", self._safety_loop), ("motion", self._motion_loop),
                                               ("telemetry", self._telemetry_loop), ("connect", self._connect_loop))]
@@ -181,7 +196,14 @@ class VehicleBridge:
                 thread.start()
 
     def close(self, join_s: float = 1.0) -> None:
-        """Stop the threads and close the link; a motion call in flight is refused from now on."""
+        """End in the end action (a hold by default: the vehicle is never left in the control mode
+        for the autopilot's offboard-loss failsafe to handle), then stop the threads and close the link."""
+        if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
+            try:
+                if self._connected and self._lost_reason_now() is None:
+                    self._event(Event.SHUTDOWN)
+            finally:
+                self._tick_lock.release()
         self._stop.set()
         self.door.close()
         self._wake.set()
@@ -199,9 +221,12 @@ class VehicleBridge:
     # -- inputs (any thread; none waits on the link) ----------------------------------------------
 
     def command(self, command: Command, now: Optional[float] = None) -> Verdict:
-        """A decision arrived (feeds the decision watchdog); the safety thread acts on it at once."""
+        """A decision arrived (feeds the decision watchdog); the safety thread acts on it at once.
+        The verdict is the one the safety thread will act on (the goal as the link flies it)."""
         with self._gate_lock:
-            verdict = self.gate.decision(command, now, position=self._position())
+            self.gate.decision(command, now, position=self._position())
+            self._latest_seq = self.authority.hear()
+            verdict = self._verdict(now)
         self._wake.set()
         return verdict
 
@@ -224,19 +249,21 @@ class VehicleBridge:
         with self._gate_lock:
             check = self.gate.estop.reset()
             if check.ok:
-                self.gate.latest = HOLD
+                self._reset_at = self.authority.heard
         self._wake.set()
         return check
 
     def return_to_launch(self) -> None:
-        """Return to launch (the link's own RTL); latched until the next decision."""
-        with self._lock:
-            self._rtl_requested = True
-        self._wake.set()
+        """Return to launch (the link's own RTL) until a newer decision."""
+        self._request("_rtl_requested")
+
+    def end_seek(self) -> None:
+        """A Seek ended or was cancelled: the end action now, even if the vehicle already held."""
+        self._request("_end_requested")
 
     def terminate(self, confirm: str) -> None:
         """Cut the motors: the vehicle falls. Only with `confirm="CUT MOTORS"`, never an e-stop
-        default; latched until the bridge is remade."""
+        default; final until the bridge is remade."""
         if confirm != TERMINATE_CONFIRMATION:
             raise ConfigError(f'terminate needs confirm="{TERMINATE_CONFIRMATION}" (it cuts the motors); '
                               f"got {confirm!r}")
@@ -249,18 +276,18 @@ class VehicleBridge:
     def take_control(self) -> None:
         """An operator gives the stack control back after a pilot took it (the only way back).
         The vehicle holds until a decision newer than this arrives."""
-        with self._lock:
-            self._override = None
-        with self._gate_lock:
-            self.gate.latest = HOLD
+        self._request("_take_requested")
+
+    def _request(self, name: str) -> None:
+        with self._gate_lock, self._lock:
+            setattr(self, name, self.authority.heard)
         self._wake.set()
 
     # -- what the outside reads (never blocks on the link) ----------------------------------------
 
     def status(self) -> BridgeStatus:
-        """The last tick's status, overruled by a link seen lost since (a safety thread stuck in a
-        hold cannot make it stale). A once-only note rides on every tick's status until this has
-        returned it, so the reader that publishes sees it however fast the safety thread ticks."""
+        """The last tick's status, overruled by a link seen lost since and by a stalled safety
+        thread. A once-only note rides on every tick's status until this has returned it."""
         status = self._current_status()
         with self._lock:
             if self._fence_note is not None and self._fence_note in status.reason:
@@ -271,12 +298,25 @@ class VehicleBridge:
         with self._lock:
             status = self._status
             lost = self._lost_reason()
-            done = self._done
+        confirmed = self._stop_confirmed is not None
         if lost is not None and status.code != LINK_ERROR:
-            held = done is not None
-            return BridgeStatus(not held, LINK_ERROR, f"{lost}; " + ("holding" if held else
+            return BridgeStatus(not confirmed, LINK_ERROR, f"{lost}; " + ("holding" if confirmed else
                                 "hold not confirmed: the vehicle may still be moving"), self.gate.estop.latched, False)
+        stalled = self._safety_stalled()
+        if stalled is not None and self._connected:
+            return BridgeStatus(not confirmed, SAFETY_STALLED, stalled + ("; holding" if confirmed else
+                                "; motion refused until it ticks again"), self.gate.estop.latched, True)
         return status
+
+    def _safety_stalled(self) -> Optional[str]:
+        age = time.monotonic() - self._last_tick
+        if age > self._stall_limit_s:
+            return f"the safety thread has not ticked for {age:.1f} s"
+        return None
+
+    @property
+    def _stall_limit_s(self) -> float:
+        return max(0.5, 10 * self.safety_period_s)
 
     @property
     def state(self) -> Optional[VehicleState]:
@@ -322,7 +362,7 @@ class VehicleBridge:
             return f"link error: {self._link_error}"
         snap = self._snapshot
         if snap is None:
-            return None if self._connected_at_age() < self.link_timeout_s else "no state from the vehicle"
+            return None if time.monotonic() - self._connected_at < self.link_timeout_s else "no state from the vehicle"
         age = time.monotonic() - snap.read_at
         if age > self.link_timeout_s + self.state_period_s:
             return f"no state from the vehicle for {age:.1f} s"
@@ -330,8 +370,9 @@ class VehicleBridge:
             return "the link reports the vehicle lost"
         return None
 
-    def _connected_at_age(self) -> float:
-        return time.monotonic() - self._connected_at
+    def _lost_reason_now(self) -> Optional[str]:
+        with self._lock:
+            return self._lost_reason()
 
     def _as_flown(self, command: Command) -> Command:
         """The goal as the link will fly it (the altitude it really flies is the one checked)."""
@@ -342,12 +383,20 @@ class VehicleBridge:
         return command
 
     def _verdict(self, now: Optional[float] = None) -> Verdict:
+        """The gate's verdict on the latest decision: the goal as decided must pass (a goal below the
+        floor is refused even on a link that would fly it at its own height), then as it is flown."""
         with self._gate_lock:
-            return self.gate.filter(self._as_flown(self.gate.latest), now, position=self._position())
+            position = self._position()
+            verdict = self.gate.filter(self.gate.latest, now, position=position)
+            flown = self._as_flown(self.gate.latest)
+            if not verdict.moving or flown == self.gate.latest:
+                return verdict
+            return self.gate.filter(flown, now, position=position)
 
     def tick(self, now: Optional[float] = None) -> BridgeStatus:
-        """One safety step: what the vehicle should do now, done (a stop once per transition, a new
-        command once), and the status. Called by the safety thread; callable from another (serialised)."""
+        """One safety step: the events of this moment fed to the authority machine in priority
+        order, what it says done, and the status. Called by the safety thread; callable from
+        another (serialised)."""
         with self._tick_lock:
             status = self._tick(self.clock() if now is None else now)
             with self._lock:
@@ -355,121 +404,231 @@ class VehicleBridge:
                     status = BridgeStatus(status.moving, status.code, f"{status.reason}; {self._fence_note}",
                                           status.estop, status.connected)
                 self._status = status
+            self._last_tick = time.monotonic()
             return status
 
     def _tick(self, now: float) -> BridgeStatus:
-        verdict = self._verdict(now)
+        authority = self.authority
+        with self._gate_lock:
+            verdict, seq = self._verdict(now), self._latest_seq
         estop = self.gate.estop.latched
         with self._lock:
             lost = self._lost_reason()
-            override, terminate, rtl = self._override, self._terminate_requested, self._rtl_requested
-        if terminate:
-            return self._stop_with("terminate", TERMINATED, "motors cut on a confirmed request", estop)
-        if lost is not None:
-            if self._ever_connected:  # the goal flown when the link failed is forgotten
-                self._forget_goal()
-            if self._connected:
-                status = self._stop_with("hold", LINK_ERROR, lost, estop)
-                held = status.code == LINK_ERROR and self._done == "hold"
-                return BridgeStatus(not held, LINK_ERROR, f"{lost}; " + ("holding" if held else
-                                    "hold not confirmed: the vehicle may still be moving"), estop, self._connected)
-            held = self._done is not None
-            return BridgeStatus(not held, LINK_ERROR, f"{lost}; " + ("holding" if held else
-                                "hold not confirmed: the vehicle may still be moving"), estop, False)
-        if estop:
-            return self._stop_with(self._capable(self.estop_action), verdict.code.value, verdict.reason, estop)
+            terminate, rtl, take, end = (self._terminate_requested, self._rtl_requested, self._take_requested,
+                                         self._end_requested)
+            self._rtl_requested = self._take_requested = self._end_requested = None
+            if take is not None:
+                self._pilot_reported = None
+            pilot = self._pilot_reported
+            started, self._start_result = self._start_result, None
         snap = self._snapshot
-        if override is None and self.capabilities.take_control and snap is not None \
-                and self._commanding_since is not None and snap.read_at > self._commanding_since \
-                and not snap.state.in_control:
-            override = self._set_override(f"the vehicle left the stack's mode (now {snap.state.mode})")
-        if override is not None:
-            self._cancel_job()
-            return BridgeStatus(False, PILOT_OVERRIDE, f"{override}: the stack sends nothing until take_control()",
-                                estop, True)
+        if terminate:
+            self._event(Event.TERMINATE)
+        if lost is not None:
+            self._event(Event.LINK_LOST)
+            held = self._stop_confirmed is not None
+            return BridgeStatus(not held, LINK_ERROR, f"{lost}; " + ("holding" if held else
+                                "hold not confirmed: the vehicle may still be moving"), estop, self._connected)
+        foreign = pilot or self._foreign(snap)
+        if authority.state is State.DISCONNECTED:
+            self._event(Event.FOREIGN_MODE if foreign else Event.ESTOP if estop else Event.CONNECT)
+        if take is not None:
+            self._trust_after = time.monotonic()
+            self._event(Event.TAKE_CONTROL, asked_at=take)
+            foreign = None
+        if foreign:
+            self._event(Event.FOREIGN_MODE)
+        if estop:
+            self._event(Event.ESTOP)
+        elif authority.state is State.ESTOPPED:
+            with self._gate_lock:
+                reset_at, self._reset_at = self._reset_at, None
+            self._event(Event.ESTOP_RESET, asked_at=reset_at)
         battery = snap.state.battery_fraction if snap is not None else None
         if self.rtl_battery_fraction is not None and battery is not None and battery < self.rtl_battery_fraction:
-            return self._stop_with(self._capable("rtl"), LOW_BATTERY, f"battery {battery:.0%} below "
-                                   f"{self.rtl_battery_fraction:.0%}: returning to launch", estop)
-        if rtl:
-            return self._stop_with(self._capable("rtl"), RETURNING, "return to launch requested", estop)
-        command, code, reason = verdict.command, verdict.code.value, verdict.reason
-        if isinstance(self.gate.latest, Velocity) and not self.capabilities.velocity \
-                and verdict.code not in (SafetyCode.ESTOP, SafetyCode.HEARTBEAT_LOST, SafetyCode.NO_DECISION):
-            command, code = HOLD, UNSUPPORTED
-            reason = f"the {self.link.name} link takes no velocity commands"
-        if isinstance(command, Goal) and not self.capabilities.go_to:
-            command, code, reason = HOLD, UNSUPPORTED, f"the {self.link.name} link takes no goals"
-        if self._done is None and self._sent is None:  # started or came back: hold first, whatever it finds
-            first = self._stop_with("hold", code, reason, estop)
-            if self._done != "hold":
-                return first
-        failed = self._start_failed
-        if failed is not None and isinstance(command, Goal):  # a refused flying start is not retried
-            if failed[0] == command:                          # for the same goal, only for a new one
-                return BridgeStatus(False, failed[1], failed[2], estop, True)
-            self._start_failed = None
-        if isinstance(command, Hold):
-            return self._stop_with("hold", code, reason, estop)
-        if command != self._sent and not (self._starting is not None and isinstance(command, Goal)):
-            self._submit(command)  # a new goal waits for a flying start under way: every goal needs it
-        self._keepalive()
-        return BridgeStatus(True, code, reason, estop, True)
+            self._event(Event.LOW_BATTERY)
+        if rtl is not None:
+            self._event(Event.RTL, asked_at=rtl)
+        if end is not None:
+            self._event(Event.SEEK_END, asked_at=end)
+        if started is not None and authority.state is State.STARTING and started[0] == self.door.epoch:
+            self._event(Event.STARTED if started[1] else Event.START_FAILED)
+        self._decide(verdict, seq, snap)
+        if authority.may_send(Send.KEEPALIVE) and authority.state is not State.HOLDING:
+            self._keepalive()
+        return self._state_status(verdict, estop, foreign, battery)
 
-    def _capable(self, action: str) -> str:
-        if action == "land" and not self.capabilities.land:
-            return "hold"
-        if action == "rtl" and not self.capabilities.rtl:
-            return "hold"
-        return action
+    def _foreign(self, snap: Optional[_Snapshot]) -> Optional[str]:
+        """Evidence that someone else changed the vehicle's mode: the link says so, or (for links that
+        do not say) a vehicle that left the control mode while the stack commanded it."""
+        if snap is None or snap.read_at <= self._trust_after:
+            return None
+        if snap.state.foreign_mode is not None:
+            return f"the vehicle is in {snap.state.foreign_mode}, a mode the stack did not ask for"
+        since = self._control_since
+        if self.capabilities.take_control and self.authority.state is State.COMMANDING and since is not None \
+                and snap.read_at > since and not snap.state.in_control:
+            return f"the vehicle left the stack's mode (now {snap.state.mode})"
+        return None
 
-    def _forget_goal(self) -> None:
-        """The link failed: the goal it was flying is forgotten; only a newer decision moves it."""
+    def _event(self, event: Event, seq: Optional[int] = None, asked_at: Optional[int] = None) -> Step:
+        """Feed one event; on leaving a moving state every motion call is refused from now on; a stop
+        the machine asks for is sent at once."""
         with self._gate_lock:
-            self.gate.latest = HOLD
-        self._cancel_job()
+            step = self.authority.handle(event, seq, asked_at)
+        if step.changed:
+            log.info("authority: %s --%s--> %s", step.before.value, event.value, step.after.value)
+            if step.before in MOVING_STATES and step.after not in MOVING_STATES:
+                self._cancel_job()
+                self._flying_seq, self._control_since = None, None
+                self.door.open()  # a call decided before this moment is refused
+            if step.after in (State.PILOT, State.DISCONNECTED):
+                self._stop_confirmed = None
+        if step.send is not None:
+            self._send_stop(step.send)
+        return step
+
+    def _decide(self, verdict: Verdict, seq: int, snap: Optional[_Snapshot]) -> None:
+        """The latest decision, as the gate lets it through now, in a state that may move."""
+        authority = self.authority
+        self._refused = None
+        if authority.state not in (State.HOLDING, State.COMMANDING, State.STARTING, State.RETURNING,
+                                   State.LANDING):
+            return
+        command, refusal = verdict.command, None
+        if isinstance(command, Velocity) and not self.capabilities.velocity:
+            refusal = (UNSUPPORTED, f"the {self.link.name} link takes no velocity commands")
+        elif isinstance(command, Goal) and not self.capabilities.go_to:
+            refusal = (UNSUPPORTED, f"the {self.link.name} link takes no goals")
+        if not verdict.moving or refusal is not None:
+            self._refused = refusal
+            self._event(Event.HOLD)
+            return
+        if authority.state is State.COMMANDING and seq == self._flying_seq:
+            if command != self._sent:  # the same decision, clamped anew (a speed, a velocity near the floor)
+                self._submit(command, "fly")
+            return
+        if authority.state is State.STARTING:
+            if isinstance(command, Velocity):
+                self._event(Event.HOLD)  # a velocity stops the climb; a newer goal is flown after it
+            elif authority.is_fresh(seq):
+                self._event(Event.DECISION, seq)
+            return
+        if not authority.is_fresh(seq):
+            return
+        failed = self._start_failed
+        if failed is not None and failed[0] == seq:  # a refused flying start is not retried for this decision
+            return
+        if isinstance(command, Goal) and self._needs_flying_start(snap):
+            refused = self._takeoff_refusal()
+            if refused is not None:
+                self._start_failed = (seq, TAKEOFF_FAILED, refused)
+                self._say(f"{TAKEOFF_FAILED}: {refused}")
+                return
+            if self._event(Event.START, seq).after is State.STARTING:
+                self._flying_seq = seq
+                self._submit(command, "start")
+            return
+        if isinstance(command, Velocity) and snap is not None and self.capabilities.arm and not snap.state.armed:
+            self._refused = (UNSUPPORTED, "a velocity needs an armed vehicle in the air: send a goal first "
+                                          "(its flying start arms and takes off)")
+            return
+        if self._event(Event.DECISION, seq).after is State.COMMANDING:
+            self._flying_seq = seq
+            self._submit(command, "fly")
+
+    def _takeoff_refusal(self) -> Optional[str]:
+        height = getattr(self.link, "takeoff_alt_m", None)
+        ceiling = self.gate.limits.max_altitude_m
+        if height is not None and height > ceiling:
+            return f"takeoff height {height:g} m is above the {ceiling:g} m ceiling; not flying this goal"
+        return None
+
+    def _state_status(self, verdict: Verdict, estop: bool, foreign: Optional[str],
+                      battery: Optional[float]) -> BridgeStatus:
+        state = self.authority.state
+        held = self._stop_confirmed is not None
+        if state is State.TERMINATED:
+            return BridgeStatus(False, TERMINATED, "motors cut on a confirmed request", estop, True)
+        if state is State.PILOT:
+            why = foreign or self._pilot_reported or "a pilot took over"
+            return BridgeStatus(False, PILOT_OVERRIDE, f"{why}: the stack sends nothing until take_control()",
+                                estop, True)
+        if state is State.ESTOPPED:
+            check = self.gate.estop.check()
+            action = "" if self.estop_action == "hold" else "; landing"
+            return BridgeStatus(False, SafetyCode.ESTOP.value, f"{check.reason}{action}", estop, True)
+        if state is State.LOW_BATTERY:
+            level = f"battery {battery:.0%}" if battery is not None else "battery low"
+            return BridgeStatus(False, LOW_BATTERY, f"{level} below {self.rtl_battery_fraction:.0%}: "
+                                f"returning to launch", estop, True)
+        if state is State.RETURNING:
+            return BridgeStatus(False, RETURNING, "return to launch requested; returning to launch", estop, True)
+        if state is State.LANDING:
+            return BridgeStatus(False, "landing", "the run ended; landing", estop, True)
+        failed = self._start_failed
+        if failed is not None and failed[0] == self._latest_seq and state is State.HOLDING:
+            return BridgeStatus(False, failed[1], failed[2], estop, True)
+        if self._refused is not None:
+            return BridgeStatus(False, self._refused[0], self._refused[1], estop, True)
+        if state is State.HOLDING:
+            if verdict.moving and not self.authority.is_fresh(self._latest_seq):
+                return BridgeStatus(False, SafetyCode.HOLD_REQUESTED.value,
+                                    "holding: waiting for a decision made after the hold", estop, True)
+            reason = verdict.reason if held else f"{verdict.reason}; hold not confirmed"
+            return BridgeStatus(not held, verdict.code.value, reason, estop, True)
+        if state is State.STARTING:
+            return BridgeStatus(True, verdict.code.value, "flying start: arming and taking off", estop, True)
+        return BridgeStatus(True, verdict.code.value, verdict.reason, estop, True)
+
+    def _capable(self, send: Send) -> Send:
+        if send is Send.LAND and not self.capabilities.land:
+            return Send.HOLD
+        if send is Send.RTL and not self.capabilities.rtl:
+            return Send.HOLD
+        return send
 
     def _cancel_job(self) -> None:
         with self._job_cv:
             self._job = None
         self._sent = None
 
-    def _set_override(self, why: str) -> str:
-        with self._lock:
-            if self._override is None:
-                self._override = why
-            self._commanding_since = None
-            return self._override
+    def _send_stop(self, send: Send) -> None:
+        """Send a stop through the door (every motion call decided before it is refused), asking the
+        authority right before each message; report it only once the link returned."""
+        send = self._capable(send)
+        calls = {Send.HOLD: self.link.hold, Send.LAND: self.link.land, Send.RTL: self.link.return_to_launch,
+                 Send.TERMINATE: self.link.terminate}
+        self._cancel_job()
+        self._stop_confirmed = None
 
-    def _stop_with(self, action: str, code: str, reason: str, estop: bool) -> BridgeStatus:
-        """Issue a stop action once per transition, through the door; report it only once issued."""
-        if self._done != action:
-            self._cancel_job()
-            calls = {"hold": self.link.hold, "land": self.link.land, "rtl": self.link.return_to_launch,
-                     "terminate": self.link.terminate}
-            try:
-                self.door.hold(calls[action])
-            except PilotOverride as exc:
-                self._set_override(str(exc))
-                return BridgeStatus(False, PILOT_OVERRIDE, str(exc), estop, True)
-            except LinkError as exc:
-                self._link_failed(f"{action} failed: {exc}")
-                return BridgeStatus(True, LINK_ERROR, f"{action} failed ({exc}): hold not confirmed", estop,
-                                    self._connected)
-            self._done, self._sent, self._commanding_since = action, None, None
-            self.holds += 1
-            self.stops.append(action)
-        words = {"hold": "holding", "land": "landing", "rtl": "returning to launch", "terminate": "motors cut"}
-        return BridgeStatus(False, code, reason if action == "hold" else f"{reason}; {words[action]}", estop, True)
+        def stop() -> None:
+            if not self.authority.may_send(send):
+                raise _NotAllowed(send.value)
+            calls[send]()
 
-    def _submit(self, command: Command) -> None:
+        try:
+            self.door.hold(stop)
+        except _NotAllowed:
+            return
+        except PilotOverride as exc:
+            with self._lock:
+                self._pilot_reported = str(exc)
+            self._wake.set()
+            return
+        except LinkError as exc:
+            self._link_failed(f"{send.value} failed: {exc}")
+            return
+        self._stop_confirmed = send
+        self.holds += 1
+        self.stops.append(send.value)
+
+    def _submit(self, command: Command, kind: str) -> None:
         epoch = self.door.open()
         with self._job_cv:
-            self._job = (command, epoch)
+            self._job = (command, epoch, kind)
             self._job_cv.notify_all()
-        self._sent, self._done = command, None
-        with self._lock:
-            self._rtl_requested = False
+        self._sent, self._stop_confirmed = command, None
 
     def _keepalive(self) -> None:
         try:
@@ -484,23 +643,17 @@ class VehicleBridge:
 
     # -- the motion thread ------------------------------------------------------------------------
 
-    def _gate_lets(self, matches: Callable[[Command], bool]) -> bool:
-        """The gate, now, lets through a command that `matches`: no pilot override, the link not
-        lost, the e-stop not latched."""
-        with self._lock:
-            if self._override is not None or self._lost_reason() is not None:
+    def _allowed(self, send: Send, matches: Callable[[Command], bool]) -> Callable[[], bool]:
+        """Asked by the door right before the call: the authority lets this kind of message out, the
+        safety thread is alive, the link is not lost and the gate, now, lets a command that `matches`."""
+        def allowed() -> bool:
+            if not self.authority.may_send(send) or self._safety_stalled() is not None:
                 return False
-        return matches(self._verdict().command) and not self.gate.estop.latched
-
-    def _still_allowed(self, command: Command, same_place: bool = False) -> Callable[[], bool]:
-        """Asked by the door right before the call: the gate, now, still lets this very command through."""
-        if same_place:
-            return lambda: self._gate_lets(lambda now: _same_place(now, command))
-        return lambda: self._gate_lets(lambda now: now == command)
-
-    def _start_allowed(self) -> bool:
-        """Asked by the door before arming and the takeoff: the gate, now, lets a goal through."""
-        return self._gate_lets(lambda now: isinstance(now, Goal))
+            with self._lock:
+                if self._pilot_reported is not None or self._lost_reason() is not None:
+                    return False
+            return matches(self._verdict().command) and not self.gate.estop.latched
+        return allowed
 
     def _motion_loop(self) -> None:
         while not self._stop.is_set():
@@ -509,18 +662,22 @@ class VehicleBridge:
                     self._job_cv.wait(0.5)
                 if self._stop.is_set():
                     return
-                command, epoch = self._job
+                command, epoch, kind = self._job
                 if isinstance(command, Goal):
                     self._job = None  # a goal runs once; a velocity repeats until replaced
             try:
-                self._run(command, epoch)
+                if kind == "start":
+                    self._run_start(command, epoch)
+                else:
+                    self._fly(command, epoch, lambda now, c=command: now == c)
             except MotionDropped:
                 pass
             except PilotOverride as exc:
-                self._set_override(str(exc))
+                with self._lock:
+                    self._pilot_reported = str(exc)
                 self._wake.set()
             except LinkError as exc:
-                if self.door.epoch == epoch:  # else a hold superseded the call and the link refused the rest
+                if self.door.epoch == epoch:  # else a stop superseded the call and the link refused the rest
                     self._link_failed(f"{type(command).__name__.lower()} failed: {exc}")
             except Exception as exc:  # noqa: BLE001 - any failure is reported, never kills the thread
                 self._link_failed(f"{type(command).__name__.lower()} failed: {exc!r}")
@@ -532,53 +689,51 @@ class VehicleBridge:
         """A link whose velocity call lasts one slice (AirSim) is re-sent at once."""
         return bool(getattr(self.link, "velocity_blocks", False))
 
-    def _run(self, command: Command, epoch: int) -> None:
+    def _fly(self, command: Command, epoch: int, matches: Callable[[Command], bool]) -> None:
         snap = self._snapshot
-        now = self._needs_flying_start(snap)
-        if now is None:
-            self._fly(command, epoch, self._still_allowed(command), snap)
-            return
-        # Any goal the gate lets through keeps the start going (a street walk decides its next goal
-        # while the vehicle still climbs); a hold, a velocity or the e-stop stops it. Once it flies,
-        # a newer goal, or this one with the speed clamped now, follows as a job of its own.
-        self._starting = command
-        try:
-            if self._flying_start(command, epoch, self._start_allowed, now):
-                self._just_started = True
-                if _same_place(self._verdict().command, command):
-                    self._fly(command, epoch, self._still_allowed(command, same_place=True), snap)
-        finally:
-            self._starting = None
-            self._wake.set()
-
-    def _fly(self, command: Command, epoch: int, allowed: Callable[[], bool], snap: Optional[_Snapshot]) -> None:
         started, self._just_started = self._just_started, False
-        if self.capabilities.take_control and (started or snap is None or not snap.state.in_control):
+        if self.capabilities.take_control and (self._control_since is None or snap is None
+                                               or not snap.state.in_control):
             if started:
                 self._say("taking control (the autopilot's control mode, with the setpoint stream)")
-            self.door.send(epoch, allowed, lambda: self.link.take_control())
+            self.door.send(epoch, self._allowed(Send.TAKE_CONTROL, matches), lambda: self.link.take_control())
+            if self.door.epoch == epoch:
+                self._control_since = time.monotonic()
             if started:
                 self._say(f"in control ({self._mode()}): flying the goal")
-        if self._commanding_since is None:
-            self._commanding_since = time.monotonic()
         if isinstance(command, Goal):
-            self.door.send(epoch, allowed, lambda: self.link.go_to(
+            self.door.send(epoch, self._allowed(Send.GO_TO, matches), lambda: self.link.go_to(
                 command.lat, command.lon, command.alt_m, command.heading_deg, command.speed_m_s))
         else:
-            self.door.send(epoch, allowed, lambda: self.link.velocity(
+            self.door.send(epoch, self._allowed(Send.VELOCITY, matches), lambda: self.link.velocity(
                 command.east_m_s, command.north_m_s, command.up_m_s, command.yaw_rate_deg_s))
 
-    def _needs_flying_start(self, snap: Optional[_Snapshot]) -> Optional[VehicleState]:
+    def _run_start(self, command: Command, epoch: int) -> None:
+        """The flying start, then back to the safety thread (STARTED or START_FAILED): it gives the
+        newest goal to fly, which any goal decided during the climb may have replaced."""
+        flew = False
+        try:
+            flew = self._flying_start(command, epoch)
+            if flew:
+                self._airborne = self._just_started = True
+        finally:
+            with self._lock:
+                self._start_result = (epoch, flew)
+            self._wake.set()
+
+    def _needs_flying_start(self, snap: Optional[_Snapshot]) -> bool:
         """A link that arms and takes off, disarmed or on the ground (as it says now, not as the last
-        telemetry tick saw it): its state, and it takes off before any goal; else None."""
+        telemetry tick saw it): it takes off before a goal. A vehicle that flew since it was armed
+        is in the air, even below home's height (the floor may be below it)."""
         if snap is None or not (self.capabilities.arm and self.capabilities.takeoff):
-            return None
+            return False
         try:
             state = self.link.state()
         except LinkError:
             state = snap.state
-        on_ground = not state.armed or (state.alt_m is not None and state.alt_m < ON_GROUND_M)
-        return state if on_ground else None
+        if not state.armed:
+            return True
+        return not self._airborne and state.alt_m is not None and state.alt_m < ON_GROUND_M
 
     def _say(self, line: str) -> None:
         self.events.append((time.monotonic(), line))
@@ -595,37 +750,39 @@ class VehicleBridge:
         except LinkError:
             return "mode unknown"
 
-    def _flying_start(self, command: Command, epoch: int, allowed: Callable[[], bool], state: VehicleState) -> bool:
+    def _flying_start(self, command: Command, epoch: int) -> bool:
         """Arm (if disarmed) and take off to the link's configured height, each through the door. A
-        refusal (the autopilot's words) becomes the status, kept for this goal; nothing else is sent."""
+        refusal (the autopilot's words) is kept for this decision; nothing else is sent."""
         started = time.monotonic()
-        if not state.armed:
+        goal = lambda now: isinstance(now, Goal)  # noqa: E731 - any goal keeps the start going
+        state = self._snapshot.state if self._snapshot is not None else None
+        if state is None or not state.armed:
             self._say("arming")
             try:
-                self.door.send(epoch, allowed, lambda: self.link.arm())
-            except PilotOverride:
+                self.door.send(epoch, self._allowed(Send.ARM, goal), lambda: self.link.arm())
+            except (PilotOverride, MotionDropped):
                 raise
             except LinkError as exc:
-                return self._start_refused(command, ARMING_DENIED, f"{exc}; not flying this goal")
+                return self._start_refused(ARMING_DENIED, f"{exc}; not flying this goal")
             self._say(f"armed in {time.monotonic() - started:.1f} s")
         height = getattr(self.link, "takeoff_alt_m", None)
         self._say("taking off" + (f" to {height:g} m" if height is not None else ""))
         climb = time.monotonic()
         try:
-            self.door.send(epoch, allowed, lambda: self.link.takeoff(None, self.takeoff_timeout_s))
+            self.door.send(epoch, self._allowed(Send.TAKEOFF, goal),
+                           lambda: self.link.takeoff(None, self.takeoff_timeout_s))
         except PilotOverride:
             raise
         except LinkError as exc:
-            if self.door.epoch != epoch:  # a hold came during the climb: it speaks for itself
+            if self.door.epoch != epoch:  # a stop came during the climb: it speaks for itself
                 raise MotionDropped(str(exc)) from None
-            return self._start_refused(command, TAKEOFF_FAILED, f"{exc}; not flying this goal")
+            return self._start_refused(TAKEOFF_FAILED, f"{exc}; not flying this goal")
         self._say(f"took off in {time.monotonic() - climb:.1f} s ({time.monotonic() - started:.1f} s since the goal)")
         return True
 
-    def _start_refused(self, command: Command, code: str, reason: str) -> bool:
-        self._start_failed = (command, code, reason)
+    def _start_refused(self, code: str, reason: str) -> bool:
+        self._start_failed = (self._flying_seq or 0, code, reason)
         self._say(f"{code}: {reason}")
-        self._wake.set()
         return False
 
     # -- the telemetry and connect threads ---------------------------------------------------------
@@ -644,7 +801,11 @@ class VehicleBridge:
                 self._link_failed(f"state failed: {exc!r}")
                 continue
             self._snapshot = _Snapshot(state, started)
-            if state.link_lost:
+            if not state.armed:
+                self._airborne = False
+            elif state.alt_m is not None and state.alt_m >= ON_GROUND_M:
+                self._airborne = True
+            if state.link_lost or state.foreign_mode is not None:
                 self._wake.set()
 
     def _upload_fence(self) -> None:
@@ -697,12 +858,25 @@ class VehicleBridge:
                 self._connected_at = time.monotonic()
                 self._link_error = None
                 self._connected = self._ever_connected = True
-                self._done, self._sent = None, None  # started or came back: hold first
-            if self._connect_attempts:  # a reconnect: only a decision made after it moves the vehicle
-                self._forget_goal()
             self._connect_attempts += 1
             self.connect_tried.set()
             self._wake.set()
+
+
+class _NotAllowed(Exception):
+    """The authority no longer lets this stop out (a pilot took the vehicle in the meantime)."""
+
+
+def check_takeoff_height(link: VehicleLink, gate: SafetyGate) -> None:
+    """A link that climbs to its own takeoff height must climb under the ceiling (a 45 m takeoff
+    under a 30 m ceiling once flew to 45 m): refused before anything starts."""
+    height = getattr(link, "takeoff_alt_m", None)
+    if not link.capabilities.takeoff or height is None:
+        return
+    ceiling = gate.limits.max_altitude_m
+    if not (math.isfinite(height) and 0 < height <= ceiling):
+        raise ConfigError(f"the {link.name} link's takeoff_alt_m {height:g} m must be above 0 and at most the "
+                          f"safety file's ceiling (max_altitude_m {ceiling:g} m)")
 
 
 def _same_place(a: Optional[Command], b: Optional[Command]) -> bool:

@@ -22,7 +22,8 @@ class Goal:
         values = [self.lat, self.lon, self.alt_m, self.heading_deg, self.speed_m_s]
         if not all(v is None or math.isfinite(v) for v in values):
             return False
-        return abs(self.lat) <= 90 and abs(self.lon) <= 180 and (self.speed_m_s is None or self.speed_m_s >= 0)
+        # speed 0 never arrives: the vehicle sits in the control mode while everything reads "moving"
+        return abs(self.lat) <= 90 and abs(self.lon) <= 180 and (self.speed_m_s is None or self.speed_m_s > 0)
 
 
 @dataclass(frozen=True)

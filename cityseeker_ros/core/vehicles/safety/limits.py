@@ -8,6 +8,8 @@ from typing import Optional
 
 from cityseeker_ros.core.vehicles.safety.commands import Goal, Velocity
 
+VERTICAL_LOOKAHEAD_S = 0.5  # a vertical velocity stops this long before it would pass the floor or ceiling
+
 
 def known(value: Optional[float]) -> bool:
     return value is not None and math.isfinite(value)
@@ -44,7 +46,10 @@ class Limits:
 
     def clamp_velocity(self, v: Velocity, altitude_m: Optional[float] = None) -> tuple[Velocity, Optional[str]]:
         """Horizontal speed scaled down to its cap keeping the direction; vertical and yaw rate capped;
-        no climbing at or above the ceiling, nor while the altitude is unknown (None or NaN)."""
+        no climb that would pass the ceiling, nor descent that would pass the floor, within
+        VERTICAL_LOOKAHEAD_S (the altitude is read at 10 Hz and a setpoint keeps streaming until the
+        next one: stopping only once past the line let a 1 m/s descent overshoot), and neither while
+        the altitude is unknown (None or NaN)."""
         notes = []
         east, north, up, yaw = v.east_m_s, v.north_m_s, v.up_m_s, v.yaw_rate_deg_s
         horizontal = math.hypot(east, north)
@@ -58,13 +63,13 @@ class Limits:
         if abs(yaw) > self.max_yaw_rate_deg_s:
             notes.append(f"yaw rate {abs(yaw):.1f} deg/s clamped to {self.max_yaw_rate_deg_s:g} deg/s")
             yaw = math.copysign(self.max_yaw_rate_deg_s, yaw)
-        if up > 0 and not known(altitude_m):
-            notes.append("climb stopped: altitude unknown")
+        if up != 0 and not known(altitude_m):
+            notes.append(f"{'climb' if up > 0 else 'descent'} stopped: altitude unknown")
             up = 0.0
-        elif up > 0 and altitude_m >= self.max_altitude_m:
+        elif up > 0 and altitude_m + up * VERTICAL_LOOKAHEAD_S >= self.max_altitude_m:
             notes.append(f"climb stopped at {altitude_m:.1f} m (ceiling {self.max_altitude_m:g} m)")
             up = 0.0
-        if up < 0 and known(altitude_m) and altitude_m <= self.min_altitude_m:
+        elif up < 0 and altitude_m + up * VERTICAL_LOOKAHEAD_S <= self.min_altitude_m:
             notes.append(f"descent stopped at {altitude_m:.1f} m (floor {self.min_altitude_m:g} m)")
             up = 0.0
         if not notes:
