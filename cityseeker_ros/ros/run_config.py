@@ -295,10 +295,16 @@ def check_vehicle(run: RunConfig) -> None:
     from cityseeker_ros.core.vehicles.bridge import ESTOP_ACTIONS
     from cityseeker_ros.ros import vehicle_link
 
+    from cityseeker_ros.core.vehicles.safety.bounds import check_link_params
+    from cityseeker_ros.core.vehicles.safety.config import load_safety_config
+
     params = run.vehicle_params()
     vehicle_link.check_link_name(run.link)
+    safety = load_safety_config(run.safety_config) if run.safety_config else None
     if run.link != "walker":  # the walker's start needs its world, which the node set adds
-        vehicle_link.check(run.link, params)
+        vehicle_link.check(run.link, params, safety=safety)
+    else:
+        check_link_params(run.link, params)
     if vehicle_link.flying(run.link, params) and not run.safety_config:
         raise ConfigError(f"safety_config is required for the {run.link} link (it flies): a YAML file with at "
                           "least a geofence (config/safety.yaml is an example)")

@@ -11,10 +11,15 @@ the runner and the seek checks build and check links the same way. No rclpy here
 - `airsim` (core.vehicles.airsim): `host`, `port`, `client`, `vehicle`, `rpc_timeout_s`,
   `motion_timeout_s`, `probe_timeout_s`, `raw_channel_order`, `anchor` (required), `motion`
   (teleport, fly), `motion_params`, `state_from_pose`, `camera`, `depth`.
+
+Every number among them has a range (core/vehicles/safety/bounds.py, one table per link): `check`
+refuses one outside with a line naming the key, the value and the range, and, given the safety
+file, a take-off height or a fixed goal height outside its floor and ceiling.
 """
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,6 +27,12 @@ from typing import Any, Optional
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.link import LINKS, VehicleLink
+from cityseeker_ros.core.vehicles.safety.bounds import (
+    Altitudes,
+    check_link_params,
+    check_link_within_safety,
+    takeoff_height_problem,
+)
 
 VEHICLE_LINKS = ("airsim", "mavlink", "walker")
 # The vehicle bridge's lines for the person running the stack (what it waits for: the autopilot's
@@ -68,11 +79,14 @@ def flying(name: str, params: Mapping[str, Any]) -> bool:
     return name == "mavlink" or (name == "airsim" and params.get("motion", "teleport") != "teleport")
 
 
-def check(name: str, params: Mapping[str, Any]) -> None:
-    """Everything that can be checked without opening the link (names, keys, values)."""
+def check(name: str, params: Mapping[str, Any], safety: Optional[Altitudes] = None) -> None:
+    """Everything that can be checked without opening the link: names, keys, and each number
+    against its range (core.vehicles.safety.bounds); with the safety file (a SafetyConfig), the
+    heights the link flies to against its floor and ceiling too."""
     check_link_name(name)
     if name == "walker":
         _known(name, params, WALKER_KEYS)
+        check_link_params(name, params)
         walker_start(params)
     elif name == "airsim":
         _known(name, params, AIRSIM_KEYS)
@@ -83,7 +97,10 @@ def check(name: str, params: Mapping[str, Any]) -> None:
             raise ConfigError('link_params anchor is required for the airsim link: {"lat": .., "lon": .., '
                               '"alt": 0, "yaw_offset_deg": 0}')
         Anchor.from_config(params["anchor"])
-        MOTION_MODES.get(params.get("motion", "teleport"))
+        motion = params.get("motion", "teleport")
+        mode = MOTION_MODES.get(motion)
+        check_link_params(name, params)
+        _known_motion_params(motion, mode, params.get("motion_params") or {})
     else:
         connection = params.get("connection", params.get("endpoint"))
         if not connection:
@@ -91,6 +108,32 @@ def check(name: str, params: Mapping[str, Any]) -> None:
         from cityseeker_ros.core.vehicles.mavlink.transport import parse_endpoint
 
         parse_endpoint(connection)
+        keys = _mavlink_keys()
+        if keys is not None:
+            _known(name, params, keys)
+        check_link_params(name, params)
+    if safety is not None:
+        check_link_within_safety(name, params, safety)
+
+
+def _mavlink_keys() -> Optional[tuple[str, ...]]:
+    """MavlinkLink's keywords and the link_params of its own; None without pymavlink (making the
+    link then fails with the install line)."""
+    try:
+        from cityseeker_ros.core.vehicles.mavlink.link import MavlinkLink
+    except ImportError:
+        return None
+    own = [p for p in inspect.signature(MavlinkLink).parameters if p != "endpoint"]
+    return ("connection", "endpoint", "home", *own)
+
+
+def _known_motion_params(motion: str, mode: Callable[..., Any], params: Mapping[str, Any]) -> None:
+    """The AirSim motion mode's keywords: an unknown one would fail only at the first move."""
+    keys = list(inspect.signature(mode).parameters)[2:]  # after (link, anchor)
+    unknown = sorted(str(k) for k in params if k not in keys)
+    if unknown:
+        raise ConfigError(f"link_params motion_params: unknown key(s) {', '.join(unknown)} for motion {motion}; "
+                          f"known: {', '.join(keys)}")
 
 
 def walker_start(params: Mapping[str, Any]) -> tuple[float, float]:
@@ -117,9 +160,11 @@ def walker_start(params: Mapping[str, Any]) -> tuple[float, float]:
     return node.lat, node.lon
 
 
-def make_vehicle(name: str, params: Mapping[str, Any], *, velocity_period_s: float = 0.5) -> VehicleSetup:
-    """The link `name` made from `params` (not connected: the bridge connects it)."""
-    check(name, params)
+def make_vehicle(name: str, params: Mapping[str, Any], *, velocity_period_s: float = 0.5,
+                 safety: Optional[Altitudes] = None) -> VehicleSetup:
+    """The link `name` made from `params` (not connected: the bridge connects it); with the safety
+    file, a take-off height (given or the link's default) above its ceiling is refused here."""
+    check(name, params, safety)
     params = dict(params)
     if name == "walker":
         from cityseeker_ros.core.vehicles.sim.walker import SimulatedWalker
@@ -135,6 +180,9 @@ def make_vehicle(name: str, params: Mapping[str, Any], *, velocity_period_s: flo
         home = params.pop("home", None)
         connection = params.pop("connection", None) or params.pop("endpoint")
         link = LINKS.create("mavlink", endpoint=connection, **params)
+        problem = None if safety is None else takeoff_height_problem(getattr(link, "takeoff_alt_m", None), safety)
+        if problem is not None:
+            raise ConfigError(f"link_params {problem}")
         origin = None if home is None else tuple(float(v) for v in home)
         return VehicleSetup(link, origin, flying=True)  # type: ignore[arg-type]
     return _airsim(params, velocity_period_s)

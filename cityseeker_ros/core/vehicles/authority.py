@@ -78,18 +78,19 @@ class Send(str, Enum):
 S, E = State, Event
 MOVING = frozenset({Send.ARM, Send.TAKEOFF, Send.TAKE_CONTROL, Send.GO_TO, Send.VELOCITY})
 
-# The messages each state lets out. A stop state's own action is in its row (it is sent on entry);
-# HOLD in DISCONNECTED is the one try when the link is lost (the vehicle is likely still ours).
+# The messages each state lets out. A moving state sends no stop (a stop is sent on entering the
+# state that stops); a stop state's own action is in its row; HOLD in DISCONNECTED is the one try
+# when the link is lost (the vehicle is likely still ours).
 MAY_SEND: dict[State, frozenset[Send]] = {
     S.DISCONNECTED: frozenset({Send.HOLD}),
     S.HOLDING: frozenset({Send.HOLD, Send.KEEPALIVE}),
-    S.STARTING: frozenset({Send.ARM, Send.TAKEOFF, Send.HOLD, Send.KEEPALIVE}),
-    S.COMMANDING: frozenset({Send.TAKE_CONTROL, Send.GO_TO, Send.VELOCITY, Send.HOLD, Send.KEEPALIVE}),
+    S.STARTING: frozenset({Send.ARM, Send.TAKEOFF, Send.KEEPALIVE}),
+    S.COMMANDING: frozenset({Send.TAKE_CONTROL, Send.GO_TO, Send.VELOCITY, Send.KEEPALIVE}),
     S.PILOT: frozenset(),
     S.ESTOPPED: frozenset({Send.HOLD, Send.LAND, Send.KEEPALIVE}),
-    S.RETURNING: frozenset({Send.RTL, Send.KEEPALIVE}),
-    S.LOW_BATTERY: frozenset({Send.RTL, Send.KEEPALIVE}),
-    S.LANDING: frozenset({Send.LAND, Send.KEEPALIVE}),
+    S.RETURNING: frozenset({Send.RTL, Send.HOLD, Send.KEEPALIVE}),  # HOLD: a link without RTL holds
+    S.LOW_BATTERY: frozenset({Send.RTL, Send.HOLD, Send.KEEPALIVE}),
+    S.LANDING: frozenset({Send.LAND, Send.HOLD, Send.KEEPALIVE}),  # HOLD: a link without land holds
     S.TERMINATED: frozenset({Send.TERMINATE}),
 }
 
@@ -212,3 +213,25 @@ class Authority:
             self.history.append(step)
             del self.history[:-200]
         return step
+
+
+def table_markdown() -> str:
+    """The transition table and what each state may send, as docs/vehicles.md prints them (a test
+    keeps the two equal): one row per state, one column per event, a cell naming the next state
+    ("·" where the event changes nothing)."""
+    events = list(Event)
+    lines = ["| state \\ event | " + " | ".join(e.value for e in events) + " |",
+             "| --- | " + " | ".join("---" for _ in events) + " |"]
+    for state in State:
+        cells = []
+        for event in events:
+            target = TRANSITIONS.get((state, event))
+            cells.append("·" if target is None else ("end action" if target == END else target.value))
+        lines.append(f"| **{state.value}** | " + " | ".join(cells) + " |")
+    lines += ["", "| state | may send | sends on entry |", "| --- | --- | --- |"]
+    for state in State:
+        sends = ", ".join(sorted(s.value for s in MAY_SEND[state])) or "nothing"
+        entry = ON_ENTRY[state]
+        said = "the e-stop action (hold or land)" if state is S.ESTOPPED else entry.value if entry else "—"
+        lines.append(f"| {state.value} | {sends} | {said} |")
+    return "\n".join(lines) + "\n"

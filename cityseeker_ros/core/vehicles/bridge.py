@@ -52,8 +52,10 @@ from cityseeker_ros.core.vehicles.link import (
     VehicleState,
 )
 from cityseeker_ros.core.vehicles.motion_door import MotionDoor, MotionDropped
+from cityseeker_ros.core.vehicles.safety.bounds import check_takeoff_height, takeoff_height_problem
 from cityseeker_ros.core.vehicles.safety.codes import Check, SafetyCode
 from cityseeker_ros.core.vehicles.safety.commands import Command, Goal, Velocity
+from cityseeker_ros.core.vehicles.safety.config import END_ACTIONS
 from cityseeker_ros.core.vehicles.safety.gate import SafetyGate, Verdict
 from cityseeker_ros.core.vehicles.safety.geofence import CircleFence, Geofence, PolygonFence
 
@@ -70,7 +72,6 @@ ARMING_DENIED = "arming_denied"  # the flying start: the autopilot refused to ar
 TAKEOFF_FAILED = "takeoff_failed"  # the flying start: the takeoff was refused or did not reach its height
 ON_GROUND_M = 0.5  # below this height above home a vehicle with arm and takeoff takes off before a goal
 SAFETY_STALLED = "safety_stalled"  # the safety thread has not ticked for a while: motion refused
-END_ACTIONS = ("hold", "land", "rtl")  # what a Seek's end and a shutdown do
 MOVING_STATES = (State.COMMANDING, State.STARTING)
 
 ESTOP_ACTIONS = ("hold", "land")  # cutting motors is never an e-stop action: see terminate()
@@ -127,7 +128,8 @@ class VehicleBridge:
                               f"got {fence_breach_action!r}")
         if end_action not in END_ACTIONS:
             raise ConfigError(f"end_action must be one of {', '.join(END_ACTIONS)}; got {end_action!r}")
-        check_takeoff_height(link, gate)
+        if link.capabilities.takeoff:  # a 45 m takeoff under a 30 m ceiling once climbed to 45 m
+            check_takeoff_height(getattr(link, "takeoff_alt_m", None), gate.limits)
         self.fence_breach_action = fence_breach_action
         self.fence: Optional[Fence] = None  # the geofence as the vehicle holds it, after a connect
         self._fence_note: Optional[str] = None  # why the vehicle holds no fence: in the status until read once
@@ -504,8 +506,10 @@ class VehicleBridge:
             self._refused = refusal
             self._event(Event.HOLD)
             return
-        if authority.state is State.COMMANDING and seq == self._flying_seq:
-            if command != self._sent:  # the same decision, clamped anew (a speed, a velocity near the floor)
+        if authority.state is State.COMMANDING and (seq == self._flying_seq or command == self._sent):
+            if seq != self._flying_seq and self._event(Event.DECISION, seq).after is State.COMMANDING:
+                self._flying_seq = seq  # the same command decided again (a goal repeated): not sent again
+            elif command != self._sent:  # the same decision, clamped anew (a speed, a velocity near the floor)
                 self._submit(command, "fly")
             return
         if authority.state is State.STARTING:
@@ -538,11 +542,9 @@ class VehicleBridge:
             self._submit(command, "fly")
 
     def _takeoff_refusal(self) -> Optional[str]:
-        height = getattr(self.link, "takeoff_alt_m", None)
-        ceiling = self.gate.limits.max_altitude_m
-        if height is not None and height > ceiling:
-            return f"takeoff height {height:g} m is above the {ceiling:g} m ceiling; not flying this goal"
-        return None
+        """Checked again right before a start: a link's height may have been changed since."""
+        problem = takeoff_height_problem(getattr(self.link, "takeoff_alt_m", None), self.gate.limits)
+        return None if problem is None else f"{problem}; not flying this goal"
 
     def _state_status(self, verdict: Verdict, estop: bool, foreign: Optional[str],
                       battery: Optional[float]) -> BridgeStatus:
@@ -865,18 +867,6 @@ class VehicleBridge:
 
 class _NotAllowed(Exception):
     """The authority no longer lets this stop out (a pilot took the vehicle in the meantime)."""
-
-
-def check_takeoff_height(link: VehicleLink, gate: SafetyGate) -> None:
-    """A link that climbs to its own takeoff height must climb under the ceiling (a 45 m takeoff
-    under a 30 m ceiling once flew to 45 m): refused before anything starts."""
-    height = getattr(link, "takeoff_alt_m", None)
-    if not link.capabilities.takeoff or height is None:
-        return
-    ceiling = gate.limits.max_altitude_m
-    if not (math.isfinite(height) and 0 < height <= ceiling):
-        raise ConfigError(f"the {link.name} link's takeoff_alt_m {height:g} m must be above 0 and at most the "
-                          f"safety file's ceiling (max_altitude_m {ceiling:g} m)")
 
 
 def _same_place(a: Optional[Command], b: Optional[Command]) -> bool:

@@ -10,6 +10,7 @@ from shapely.geometry import LineString, Point, Polygon
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.geodesy import LocalFrame, geodesic_m
+from cityseeker_ros.core.vehicles.safety.bounds import SAFETY_BOUNDS, in_bounds, is_number, shown
 from cityseeker_ros.core.vehicles.safety.codes import OK, Check, SafetyCode
 
 
@@ -127,29 +128,43 @@ class Unfenced(Geofence):
 
 def _latlon(value: Any, field: str) -> tuple[float, float]:
     ok = (isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
-          and all(isinstance(v, (int, float)) and math.isfinite(v) for v in value))
+          and all(is_number(v) for v in value))
     if not ok or abs(value[0]) > 90 or abs(value[1]) > 180:
-        raise ConfigError(f"{field} must be [lat, lon] in degrees, got {value!r}")
+        raise ConfigError(f"{field} must be [lat, lon] in degrees, got {shown(value)}")
     return float(value[0]), float(value[1])
 
 
 def geofence_from_dict(d: Any, max_altitude_m: float, field: str = "geofence") -> Geofence:
-    """`{"circle": {"center": [lat, lon], "radius_m": r}}` or `{"polygon": [[lat, lon], ...]}`."""
+    """`{"circle": {"center": [lat, lon], "radius_m": r}}` or `{"polygon": [[lat, lon], ...]}`;
+    the radius, and each vertex's distance from the polygon's centre, within bounds.SAFETY_BOUNDS."""
     if not isinstance(d, Mapping) or len(d) != 1 or next(iter(d)) not in ("circle", "polygon"):
-        raise ConfigError(f"{field} must have exactly one of 'circle' or 'polygon', got {d!r}")
+        raise ConfigError(f"{field} must have exactly one of 'circle' or 'polygon', got {shown(d)}")
     if "circle" in d:
         c = d["circle"]
         if not isinstance(c, Mapping) or set(c) != {"center", "radius_m"}:
-            raise ConfigError(f"{field}.circle must have exactly 'center' and 'radius_m', got {c!r}")
-        r = c["radius_m"]
-        if not isinstance(r, (int, float)) or not math.isfinite(r) or r <= 0:
-            raise ConfigError(f"{field}.circle.radius_m must be a positive number of metres, got {r!r}")
+            raise ConfigError(f"{field}.circle must have exactly 'center' and 'radius_m', got {shown(c)}")
+        r = in_bounds(f"{field}.circle.radius_m", c["radius_m"], SAFETY_BOUNDS["geofence.circle.radius_m"])
         return CircleFence(*_latlon(c["center"], f"{field}.circle.center"), r, max_altitude_m)
     pts = d["polygon"]
     if not isinstance(pts, Sequence) or isinstance(pts, str) or len(pts) < 3:
-        raise ConfigError(f"{field}.polygon must be a list of at least 3 [lat, lon] vertices, got {pts!r}")
+        raise ConfigError(f"{field}.polygon must be a list of at least 3 [lat, lon] vertices, got {shown(pts)}")
     points = [_latlon(p, f"{field}.polygon[{i}]") for i, p in enumerate(pts)]
+    _check_extent(points, f"{field}.polygon")
     try:
         return PolygonFence(points, max_altitude_m)
     except ConfigError as e:
         raise ConfigError(f"{field}.polygon: {e}") from None
+
+
+def _check_extent(points: Sequence[tuple[float, float]], field: str) -> None:
+    """Every vertex within the bound of the vertices' mean, as a circle's radius is: the polygon is
+    tested in a plane around that mean, exact only over a few km. A polygon across the antimeridian
+    has its mean half a world away, and is refused here too."""
+    bound = SAFETY_BOUNDS["geofence.polygon"]
+    lat0 = sum(p[0] for p in points) / len(points)
+    lon0 = sum(p[1] for p in points) / len(points)
+    for i, (lat, lon) in enumerate(points):
+        d = geodesic_m(lat0, lon0, lat, lon)
+        if d > bound.high:
+            raise ConfigError(f"{field}[{i}] lies {d:.0f} m from the polygon's centre ({lat0:.6f}, {lon0:.6f}); "
+                              f"every vertex must lie at most {bound.high:g} m from it ({bound.why})")

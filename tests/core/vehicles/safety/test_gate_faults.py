@@ -47,13 +47,25 @@ def test_a_velocity_with_no_known_position_is_refused(clock):
 
 
 @pytest.mark.parametrize("altitude", [None, math.nan])
-def test_no_climb_while_the_altitude_is_unknown(clock, altitude):
+def test_no_climb_nor_descent_while_the_altitude_is_unknown(clock, altitude):
+    """The floor can be 5 m below home (a rooftop launch): a blind descent could pass it, so it is
+    stopped like a blind climb (it used to be let through)."""
     gate = gate_for(clock)
     position = (0.0, 0.0, altitude)
     verdict = gate.decision(Velocity(0.0, 0.0, 0.8), position=position)
-    assert verdict.command.up_m_s == 0.0 and "altitude unknown" in verdict.reason
+    assert verdict.command.up_m_s == 0.0 and "climb stopped: altitude unknown" in verdict.reason
     down = gate.decision(Velocity(0.0, 0.0, -0.5), position=position)
-    assert down.command.up_m_s == -0.5
+    assert down.command.up_m_s == 0.0 and "descent stopped: altitude unknown" in down.reason
+
+
+@pytest.mark.parametrize("altitude, up, stopped", [(-4.6, -1.0, True), (-4.4, -1.0, False), (29.6, 1.0, True),
+                                                    (29.4, 1.0, False)])
+def test_a_vertical_velocity_stops_before_it_would_pass_the_floor_or_ceiling(clock, altitude, up, stopped):
+    """A 1 m/s descent used to stop only once past the floor (it went to -15 m under a -5 m floor):
+    it stops half a second before it would pass it, at the altitude read now."""
+    gate = gate_for(clock, max_altitude_m=30.0, min_altitude_m=-5.0, max_vertical_speed_m_s=1.0)
+    verdict = gate.decision(Velocity(0.0, 0.0, up), position=(0.0, 0.0, altitude))
+    assert (verdict.command.up_m_s == 0.0) == stopped, verdict
 
 
 def test_the_yaw_rate_is_limited_with_a_default_and_a_setting(clock):
