@@ -41,6 +41,8 @@ class ScriptedLink(VehicleLink):
         self.entered: dict[str, threading.Event] = {}
         self.fail: set[str] = set()
         self.in_control, self.battery, self.lost = True, None, False
+        self.foreign: Optional[str] = None  # VehicleState.foreign_mode: a pilot's mode, as a link reports it
+        self.modal = False  # in_control follows take_control (True) and the stops (False), as on an autopilot
         self._take_control = take_control
         self.lock = threading.Lock()
 
@@ -52,6 +54,8 @@ class ScriptedLink(VehicleLink):
             self.block[name].wait(10.0)
         if name in self.fail:
             raise LinkError(f"{name} failed on purpose")
+        if self.modal and name in ("take_control", "hold", "land", "return_to_launch"):
+            self.in_control = name == "take_control"
 
     def names(self, only=MOTION) -> list[str]:
         with self.lock:
@@ -69,7 +73,7 @@ class ScriptedLink(VehicleLink):
     def state(self) -> VehicleState:
         self._do("state")
         return VehicleState(HOME[0], HOME[1], 10.0, 0.0, 0.0, 0.0, 90.0, (0.0, 0.0, 0.0), True, "OFFBOARD",
-                            self.in_control, self.battery, 0.0, 0.0, self.lost)
+                            self.in_control, self.battery, 0.0, 0.0, self.lost, self.foreign)
 
     @property
     def link_lost(self) -> bool:

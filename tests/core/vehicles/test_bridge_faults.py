@@ -1,0 +1,137 @@
+"""The red team's faults of issue 30 at the bridge level, each on a scripted link (the MAVLink and
+AirSim versions run against their simulators in tests/core/vehicles/stateful/ and the link folders).
+Every test here failed on the bridge before the authority machine (core/vehicles/authority.py)."""
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+
+from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE, SAFETY_STALLED, VehicleBridge
+from cityseeker_ros.core.vehicles.link import Capabilities
+from cityseeker_ros.core.vehicles.safety import Goal, SafetyGate, Velocity
+from cityseeker_ros.core.vehicles.safety.codes import SafetyCode
+from tests.core.vehicles.test_bridge import HOME, ScriptedLink, bridge_for, config, goal, made, wait_for  # noqa: F401
+
+
+def flying(made, **kw):
+    link = ScriptedLink(take_control=True)
+    link.modal = True
+    b = bridge_for(made, link, **kw)
+    assert wait_for(lambda: link.names() == ["hold"])
+    return link, b
+
+
+def test_a_pilots_switch_while_holding_is_noticed_and_no_later_goal_takes_the_vehicle_back(made):
+    """Override detection used to run only while commanding: a pilot who switched modes during a
+    hold (here the decision watchdog's) lost the vehicle to the next goal."""
+    link, b = flying(made)
+    b.command(goal())
+    assert wait_for(lambda: link.names()[-2:] == ["take_control", "go_to"])
+    assert wait_for(lambda: link.names()[-1] == "hold", 2.0)  # decisions stopped: the watchdog held
+    link.foreign = "POSCTL"  # the pilot's RC switch during the hold
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 1.0)
+    calls = len(link.names())
+    for metres in (40.0, 50.0, 60.0):
+        b.command(goal(metres))
+        b.tick()
+    assert link.names()[calls:] == []  # no take_control, no go_to, not even a hold
+    b.take_control()  # the operator gives it back: a hold, then only a newer decision moves it
+    link.foreign = None
+    assert wait_for(lambda: link.names()[calls:] == ["hold"])
+    b.command(goal(70.0))
+    assert wait_for(lambda: link.names()[calls:] == ["hold", "take_control", "go_to"])
+
+
+def test_a_pilot_present_when_the_bridge_connects_keeps_the_vehicle(made):
+    link = ScriptedLink(take_control=True)
+    link.foreign = "ALTCTL"
+    b = bridge_for(made, link)
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE)
+    b.command(goal())
+    b.tick()
+    assert link.names() == []  # the connect's hold would have taken it from the pilot
+
+
+def test_close_ends_in_a_hold(made):
+    """close() used to stop the threads with the vehicle still in the control mode, for the
+    autopilot's offboard-loss failsafe to handle."""
+    link, b = flying(made, safety={"decision_timeout_s": 30.0})
+    b.command(goal())
+    assert wait_for(lambda: link.names()[-1:] == ["go_to"])
+    b.close()
+    assert link.names()[-1] == "hold"
+
+
+def test_a_seeks_end_sends_the_end_action_even_when_the_vehicle_already_held(made):
+    link, b = flying(made, safety={"decision_timeout_s": 30.0}, end_action="land")
+    b.end_seek()
+    assert wait_for(lambda: link.names() == ["hold", "land"])
+
+
+def test_a_stalled_safety_thread_stops_an_active_velocity(made):
+    """A stalled safety thread used to leave a velocity streaming with the status "ok"."""
+    link = ScriptedLink()
+    b = bridge_for(made, link, velocity_period_s=0.02, safety={"decision_timeout_s": 30.0})
+    b.command(Velocity(1.0, 0.0))
+    assert wait_for(lambda: link.names().count("velocity") >= 3)
+    stuck = threading.Event()
+    b.tick = lambda now=None: stuck.wait(30.0)  # the safety thread blocks inside its next tick
+    assert wait_for(lambda: b.status().code == SAFETY_STALLED, 3.0), b.status()
+    sent = link.names().count("velocity")
+    wait_for(lambda: False, 0.3)
+    assert link.names().count("velocity") == sent
+    stuck.set()
+
+
+def test_a_goal_below_the_floor_is_refused_though_the_link_would_fly_it_at_its_own_height(made):
+    """The verdict was computed on the raw goal and the tick flew another (the link's height)."""
+    link = ScriptedLink()
+    link.flown_altitude_m = lambda alt_m: 10.0 if alt_m <= 0 else alt_m
+    b = bridge_for(made, link)
+    assert wait_for(lambda: link.names() == ["hold"])
+    verdict = b.command(Goal(HOME[0] + 0.0001, HOME[1], alt_m=-500.0))
+    assert not verdict.moving and verdict.code is SafetyCode.BELOW_MIN_ALTITUDE
+    for _ in range(5):
+        b.tick()
+    assert "go_to" not in link.names() and b.status().code == SafetyCode.BELOW_MIN_ALTITUDE.value
+
+
+class ClimbingLink(ScriptedLink):
+    takeoff_alt_m = 45.0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(arm=True, takeoff=True, go_to=True, hold=True)
+
+
+def test_a_takeoff_height_above_the_ceiling_is_refused_before_anything_starts():
+    with pytest.raises(ConfigError, match="takeoff_alt_m 45 m is above .* ceiling max_altitude_m 30 m"):
+        VehicleBridge(ClimbingLink(), SafetyGate.from_config(config()), start=False)
+
+
+def test_a_goal_at_zero_speed_is_refused(made):
+    link, b = flying(made)
+    verdict = b.command(replace(goal(), speed_m_s=0.0))
+    assert not verdict.moving and verdict.code is SafetyCode.INVALID_COMMAND
+    b.tick()
+    assert "go_to" not in link.names()
+
+
+def test_commands_every_tenth_of_a_second_around_an_estop_never_make_a_false_override(made):
+    """Commands every 0.1 s around an e-stop used to make the bridge report a false pilot override
+    (the hold released control while a flag still said it commanded) and lock itself out."""
+    link, b = flying(made, safety={"decision_timeout_s": 30.0})
+    seen = set()
+    for i in range(40):
+        b.command(goal(20.0 + i))
+        if i == 15:
+            b.trip_estop("test")
+        if i == 25:
+            assert b.reset_estop().ok
+        wait_for(lambda: False, 0.02)
+        seen.add(b.status().code)
+    assert PILOT_OVERRIDE not in seen, seen
+    assert wait_for(lambda: link.names()[-1] == "go_to" and b.status().moving and link.in_control)
