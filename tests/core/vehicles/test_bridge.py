@@ -115,14 +115,6 @@ def config(**extra) -> SafetyConfig:
                                    "max_altitude_m": 30.0, **extra})
 
 
-@pytest.fixture
-def made():
-    bridges: list[VehicleBridge] = []
-    yield bridges
-    for b in bridges:
-        b.close()
-
-
 def bridge_for(made, link: VehicleLink, estop: Optional[EStop] = None, **kw) -> VehicleBridge:
     b = VehicleBridge(link, SafetyGate.from_config(config(**kw.pop("safety", {})), estop=estop), **kw)
     made.append(b)

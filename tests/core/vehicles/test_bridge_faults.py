@@ -13,7 +13,7 @@ from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE, SAFETY_STALLED, 
 from cityseeker_ros.core.vehicles.link import Capabilities
 from cityseeker_ros.core.vehicles.safety import Goal, SafetyGate, Velocity
 from cityseeker_ros.core.vehicles.safety.codes import SafetyCode
-from tests.core.vehicles.test_bridge import HOME, ScriptedLink, bridge_for, config, goal, made, wait_for  # noqa: F401
+from tests.core.vehicles.test_bridge import HOME, ScriptedLink, bridge_for, config, goal, wait_for
 
 
 def flying(made, **kw):
