@@ -4,13 +4,20 @@ kinematics record instead of the client library's msgpack structs.
 The client library (`airsim`, or the maintained fork's `cosysairsim`, which installs cleanly) is
 imported when a link is made, so the rest of the stack imports without it. Both speak AirSim's
 msgpack-rpc; the calls used here have the same names and arguments in both.
+
+Every RPC that can move the vehicle, the hover included, leaves through one method, `_move`: it
+asks the motion door's `motion_allowed()` and puts the request on the wire under `motion_lock`,
+the lock every connection of one vehicle link shares, so a request of a call a hold superseded
+is never written after that hold's hover (core/vehicles/motion_door.py says why).
 """
 from __future__ import annotations
 
+import asyncio
 import importlib
 import io
 import math
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from types import ModuleType
@@ -23,10 +30,12 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.airsim.anchor import Anchor
 from cityseeker_ros.core.vehicles.airsim.errors import AirSimError, MotionRefused
 from cityseeker_ros.core.vehicles.airsim.frames import Quaternion, yaw_from_quat
+from cityseeker_ros.core.vehicles.motion_door import MotionDropped, motion_allowed
 
 CLIENTS = ("airsim", "cosysairsim")  # "auto" tries them in this order
 DEFAULT_PORT = 41451  # AirSim's ApiServerPort
 SCENE, DEPTH_PERSPECTIVE = 0, 2  # ImageType values, the same in both libraries
+WRITE_TIMEOUT_S = 0.5  # a motion request not on the wire by then is dropped: a hover waits behind no longer
 
 
 def load_client_module(client: str = "auto") -> ModuleType:
@@ -112,6 +121,8 @@ class AirSimLink:
         self.lib = load_client_module(client)
         self._client: Any = None
         self.refuse_motion = False  # True on the view source's camera link: nothing that moves the vehicle passes
+        # Held while a motion request is checked and written; AirSimVehicleLink gives all its connections one.
+        self.motion_lock = threading.Lock()
 
     @property
     def address(self) -> str:
@@ -152,12 +163,44 @@ class AirSimLink:
             raise AirSimError(f"AirSim {method} at {self.address} failed: {exc!r}") from exc
 
     def _move(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """Every call that sets the vehicle moving goes through here: the bridge sends them through its
-        motion door (core/vehicles/motion_door.py); a camera-only link refuses them."""
+        """The one sender of every RPC that can move the vehicle (hover included), then its answer.
+
+        `motion_allowed()` is asked right before the request is written, both under `motion_lock`,
+        which the hover takes too: a call whose job a hold superseded is refused (MotionDropped), or
+        was on the wire before that hold's hover. Only the write is locked, never the wait for the
+        answer (a move answers when the vehicle arrives). A camera-only link refuses every one."""
         if self.refuse_motion:
             raise MotionRefused(f"AirSim {method} refused: this link only poses the camera; only the vehicle "
                                 "bridge moves the vehicle")
-        return self._call(method, *args, **kwargs)
+        with self.motion_lock:
+            if not motion_allowed():
+                raise MotionDropped(f"AirSim {method} not sent: a hold or a newer job came after its call was admitted")
+            pending = self._request(method, *args, **kwargs)
+        return self._answer(method, pending)
+
+    def _request(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Write one request and return its pending answer (a msgpack-rpc future) without waiting
+        for it. `...Async` methods go through the client library; any other name is sent as it
+        travels on the wire, with its wire arguments in order (the library's own would wait)."""
+        if self._client is None:
+            raise AirSimError(f"AirSim link to {self.address} is not connected; call connect() first")
+        if kwargs and not method.endswith("Async"):
+            raise TypeError(f"AirSim {method} is sent with its wire arguments in order, not by keyword")
+        try:
+            if method.endswith("Async"):
+                pending = getattr(self._client, method)(*args, **kwargs)
+            else:
+                pending = self._client.client.call_async(method, *args)
+            _written(pending, WRITE_TIMEOUT_S)
+        except Exception as exc:  # msgpackrpc raises RPCError/TransportError, asyncio its own
+            raise AirSimError(f"AirSim {method} at {self.address} failed: {exc!r}") from exc
+        return pending
+
+    def _answer(self, method: str, pending: Any) -> Any:
+        try:
+            return pending.get()  # waits and raises
+        except Exception as exc:
+            raise AirSimError(f"AirSim {method} at {self.address} failed: {exc!r}") from exc
 
     def ping(self) -> bool:
         return bool(self._call("ping"))
@@ -211,12 +254,12 @@ class AirSimLink:
         half = float(yaw_rad) / 2.0
         pose = self.lib.Pose(self.lib.Vector3r(x, y, z),
                              self.lib.Quaternionr(w_val=math.cos(half), x_val=0.0, y_val=0.0, z_val=math.sin(half)))
-        self._move("simSetVehiclePose", pose, ignore_collision, vehicle_name=self.vehicle)
+        self._move("simSetVehiclePose", pose, bool(ignore_collision), self.vehicle)
 
     def take_control(self) -> None:
         """API control and armed motors, which moveTo*/rotate* need on a multirotor."""
-        self._move("enableApiControl", True, vehicle_name=self.vehicle)
-        self._move("armDisarm", True, vehicle_name=self.vehicle)
+        self._move("enableApiControl", True, self.vehicle)
+        self._move("armDisarm", True, self.vehicle)
 
     def move_to(self, xyz_ned, speed_mps: float, timeout_s: float) -> None:
         """Fly to a map-NED point at up to speed_mps, holding the current yaw (blocks until done)."""
@@ -231,3 +274,23 @@ class AirSimLink:
         """Closed-loop yaw to an absolute AirSim yaw (the library takes degrees)."""
         self._move("rotateToYawAsync", math.degrees(yaw_rad), timeout_sec=float(timeout_s),
                    margin=float(margin_deg), vehicle_name=self.vehicle)
+
+
+def _written(pending: Any, timeout_s: float) -> None:
+    """Return once `pending`'s request is on the socket. rpc_msgpack (cosysairsim's transport)
+    writes from an asyncio task that runs only while the thread's loop runs, so it is run until the
+    write is done; msgpack-rpc-python (airsim's) wrote it before returning the future."""
+    task = getattr(pending, "task", None)
+    if not isinstance(task, asyncio.Future):
+        return
+    deadline = time.monotonic() + timeout_s
+    while not task.done():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            task.cancel()
+            raise AirSimError(f"request not written within {timeout_s:g} s")
+        try:
+            task.get_loop().run_until_complete(asyncio.wait([task], timeout=remaining))
+        except RuntimeError:  # an answer that came meanwhile stopped the loop: run it again
+            continue
+    task.result()  # the write's own error, if it failed

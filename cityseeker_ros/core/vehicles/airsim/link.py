@@ -7,6 +7,11 @@ thread that made it and fails in any other, and a blocking move answers only whe
 arrives; so every thread gets connections of its own, one per role ("motion": go_to and velocity,
 long RPC timeout; "control": hold, state, images), made on the thread's first call after each
 `connect()`. A hold therefore never waits behind a move or an image grab.
+
+All those connections share one `motion_lock`: each RPC that can move the vehicle, the hold's
+hover included, is checked against the motion door (`motion_allowed()`) and written under it
+(`AirSimLink._move`), so a goal a hold superseded sends nothing after the hover, not even the next
+RPC of its sequence (take control, moveToPosition, rotateByYawRate, rotateToYaw).
 """
 from __future__ import annotations
 
@@ -31,8 +36,9 @@ class BridgeLink(AirSimLink):
     """AirSimLink plus the multirotor calls only the vehicle link needs (hover, velocity)."""
 
     def hover(self) -> None:
-        """Hold position; AirSim cancels the vehicle's running task (moveTo*, rotate*) first."""
-        self._call("hoverAsync", vehicle_name=self.vehicle)
+        """Hold position; AirSim cancels the vehicle's running task (moveTo*, rotate*) first. Sent
+        like every motion RPC (a hold runs outside any door call, so nothing refuses it)."""
+        self._move("hoverAsync", vehicle_name=self.vehicle)
 
     def move_by_velocity(self, v_ned, duration_s: float, yaw_rate_dps: float = 0.0) -> None:
         """Map-NED velocity for duration_s (blocks that long); yaw rate clockwise-positive (NED)."""
@@ -69,6 +75,7 @@ class AirSimVehicleLink(VehicleLink):
         self._local = threading.local()
         self._all: list[BridgeLink] = []
         self._lock = threading.Lock()
+        self._motion_lock = threading.Lock()  # every connection's motion_lock: a check and a write at a time
         self._failed: Optional[str] = None
         self.kinematics: Optional[Kinematics] = None  # the last state read, in AirSim's terms
 
@@ -93,6 +100,7 @@ class AirSimVehicleLink(VehicleLink):
         except AirSimError as exc:
             self._failed = str(exc)
             raise
+        conn.motion_lock = self._motion_lock
         made[role] = (generation, conn)
         made.pop(f"{role}:mode", None)
         with self._lock:

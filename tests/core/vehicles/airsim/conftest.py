@@ -6,6 +6,7 @@ import importlib.util
 import pytest
 
 from tests.core.vehicles.airsim.fake_airsim import FakeAirSim
+from tests.core.vehicles.airsim.vehicle_on_fake import fake_vehicle
 
 INSTALLED = [name for name in ("cosysairsim", "airsim") if importlib.util.find_spec(name) is not None]
 
@@ -21,3 +22,11 @@ def fake():
 def client_name(request) -> str:
     """Every installed client library, so both speak to the same fake; the test extra installs cosysairsim."""
     return request.param
+
+
+@pytest.fixture
+def airsim_fly():
+    """A connected AirSimVehicleLink in fly mode on a fresh fake, and what it saw
+    (vehicle_on_fake.py: `.link`, `.fake`, `.seen()`)."""
+    with fake_vehicle() as vehicle:
+        yield vehicle

@@ -1,21 +1,40 @@
-"""A protocol fake of AirSim's RPC server, not the simulator.
+"""A protocol fake of AirSim's RPC server, not the simulator: AirSim cannot run here.
 
-It speaks AirSim's real wire protocol (msgpack-rpc over TCP: request [0, msgid, method, params],
-response [1, msgid, error, result]) with AirSim's method names and the exact field names of its
+What is real: the wire protocol (msgpack-rpc over TCP: request [0, msgid, method, params],
+response [1, msgid, error, result]), AirSim's method names and the exact field names of its
 msgpack structs (Vector3r x_val.., Quaternionr w_val.., Pose, KinematicsState, MultirotorState,
-ImageResponse, CameraInfo), so the real client library connects to it unmodified. Behind the
-protocol there is only a vehicle pose that the motion calls update, and cameras mounted on it
-(simSetCameraPose sets a camera's pose relative to the body, as AirSim does) that "see" their
-own compass heading in the world.
+ImageResponse, CameraInfo), so the real client library connects to it unmodified; and the task
+rule of AirSim's multirotor API (MultirotorApiBase's SingleTaskCall): the vehicle runs one task at
+a time, every task call (move*, rotate*, hover, takeoff, land, goHome) and cancelLastTask cancel
+the running one, and a cancelled call answers at once, without an error, with False.
+
+What is faked: behind the protocol there is only a vehicle pose that a task sets when it ends
+(no dynamics: a task "flies" for `task_s` seconds, then the vehicle is there), and cameras mounted
+on it (simSetCameraPose sets a camera's pose relative to the body, as AirSim does) that "see"
+their own compass heading in the world.
+
+Ordering: one thread reads every connection and hands requests to the vehicle in the order they
+reached its sockets (on loopback, the order the clients wrote them), one at a time; `calls` keeps
+them in that order with a time.monotonic() stamp (`seen()`). `latency_s > 0` delays each request a
+random 0..latency_s before the vehicle takes it, in order per connection, so requests on two
+connections may overtake each other as they may on a real network; `delay[method]` holds that
+method (and what follows it on its connection) that long, to make one overtake on purpose;
+`arrived` lists what reached the sockets, before any delay. time.monotonic is
+CLOCK_MONOTONIC, one clock for every process on the host: a driver process's stamps compare.
 """
 from __future__ import annotations
 
 import io
 import math
+import queue
+import random
+import select
 import socket
 import threading
+import time
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Optional
 
 import msgpack
 import numpy as np
@@ -27,11 +46,79 @@ MOUNT = {"position": {"x_val": 0.30, "y_val": 0.0, "z_val": 0.0},  # sim/airsim/
 # AirSim RPCs that move, pose or arm the vehicle (method names as they travel on the wire).
 VEHICLE_CALLS = frozenset({"simSetVehiclePose", "enableApiControl", "armDisarm", "takeoff", "land", "goHome",
                            "hover", "cancelLastTask", "simSetKinematics", "simSetObjectPose"})
+# Calls that start the vehicle moving (a hold must never be followed by one): every move*/rotate*
+# task, takeoff, goHome, a teleport, and taking control (arming).
+STARTS_MOTION = frozenset({"takeoff", "goHome", "simSetVehiclePose", "enableApiControl", "armDisarm"})
+STOPS = frozenset({"hover", "land", "cancelLastTask"})  # what a hold may send
 
 
 def moves_vehicle(method: str) -> bool:
     """Whether a call moves, poses or arms the vehicle: every move*/rotate* task and VEHICLE_CALLS."""
     return method in VEHICLE_CALLS or method.startswith(("move", "rotate"))
+
+
+def starts_motion(method: str) -> bool:
+    """Whether a call may set the vehicle moving (moves_vehicle less the stops: hover, land, cancel)."""
+    return method in STARTS_MOTION or method.startswith(("move", "rotate"))
+
+
+def is_task(method: str) -> bool:
+    """AirSim runs it as the vehicle's one task (MultirotorApiBase: SingleTaskCall)."""
+    return method in ("takeoff", "land", "goHome", "hover") or method.startswith(("move", "rotate"))
+
+
+class Call(NamedTuple):
+    """One request as the vehicle took it."""
+
+    t: float  # time.monotonic() when the vehicle took it
+    name: str  # the method as it travels on the wire ("moveToPosition", "hover"...)
+    args: list[Any]  # its parameters, as sent (vehicle_name last)
+
+
+class CallLog(list):
+    """(method, params) of every request in the order the vehicle took it, with the time beside
+    each (`times`); `lock` is the vehicle's: taking a request is one step under it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+        self.lock = threading.RLock()
+
+    def append(self, item: Any) -> None:
+        with self.lock:
+            self.times.append(time.monotonic())
+            super().append(item)
+
+
+@dataclass
+class Task:
+    method: str
+    start: float
+    end: Optional[float] = None  # None while it runs
+    cancelled: bool = False
+
+
+class _Connection:
+    """One client connection: its unpacker, what it sent, and one writer at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.unpacker = msgpack.Unpacker(raw=False)
+        self.sent: list[str] = []
+        self.write_lock = threading.Lock()
+        self.delayed: Optional[queue.Queue] = None  # requests waiting out their latency, in order
+
+    def reply(self, msgid: int, error: Any, result: Any) -> None:
+        data = memoryview(msgpack.packb([1, msgid, error, result], use_bin_type=True))
+        with self.write_lock:
+            try:
+                while data:  # the socket is non-blocking (the reader's): wait whenever it is full
+                    try:
+                        data = data[self.sock.send(data):]
+                    except BlockingIOError:
+                        select.select([], [self.sock], [], 1.0)
+            except OSError:  # the client hung up while its call ran
+                pass
 
 
 def vec(x: float = 0.0, y: float = 0.0, z: float = 0.0) -> dict[str, float]:
@@ -73,11 +160,20 @@ def camera_image(yaw_rad: float) -> np.ndarray:
 
 
 class FakeAirSim:
-    """Runs on 127.0.0.1 and a free port; `calls` records (method, params) in arrival order."""
+    """Runs on 127.0.0.1 and a free port. `task_s > 0`: each motion task (moveTo*, moveByVelocity,
+    rotate*) runs that long before it answers, unless a later task or cancelLastTask cancels it;
+    a hover answers at once. `latency_s` and the order of `calls`: see the module docstring."""
 
-    def __init__(self, raw_order: str = "bgr", channels: int = 3) -> None:
+    def __init__(self, raw_order: str = "bgr", channels: int = 3, task_s: float = 0.0, latency_s: float = 0.0,
+                 seed: Optional[int] = None) -> None:
         self.raw_order, self.channels = raw_order, channels
-        self.calls: list[tuple[str, list[Any]]] = []
+        self.task_s, self.latency_s = float(task_s), float(latency_s)  # may change between calls
+        self.delay: dict[str, float] = {}  # method -> seconds the vehicle takes it late (see the module docstring)
+        self.arrived: list[tuple[float, str]] = []  # (time.monotonic(), method) as requests reached the sockets
+        self.calls = CallLog()
+        self.tasks: list[Task] = []  # every task's span, in the order they started
+        self._running: Optional[tuple[Task, threading.Event]] = None
+        self._rng = random.Random(seed)
         self.connections: list[list[str]] = []  # the methods each client connection sent, in order
         self.position = vec(0.0, 0.0, 0.0)
         self.orientation = quat_yaw(0.0)
@@ -89,20 +185,43 @@ class FakeAirSim:
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(8)
+        self._sock.listen(16)
         self.port = self._sock.getsockname()[1]
         self._stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._open: list[_Connection] = []
+        self._reader = threading.Thread(target=self._read_all, name="fake-airsim", daemon=True)
+        self._reader.start()
 
     def close(self) -> None:
         self._stop.set()
+        self._reader.join(timeout=2.0)
+        with self.calls.lock:
+            if self._running is not None:
+                self._running[1].set()
+        for conn in self._open:
+            try:
+                conn.sock.close()
+            except OSError:
+                pass
         self._sock.close()
 
+    # -- what the vehicle saw --------------------------------------------------------------------
+
+    def seen(self, after: float = -math.inf) -> list[Call]:
+        """Every request the vehicle took after time.monotonic() `after`, in the order it took them."""
+        with self.calls.lock:
+            rows = list(zip(self.calls.times, self.calls))
+        return [Call(t, name, params) for t, (name, params) in rows if t > after]
+
+    def timed(self, method: Optional[str] = None, after: float = -1.0) -> list[tuple[float, str, list[Any]]]:
+        """(time, method, params) of the calls named `method` (all if None) that came after `after`."""
+        return [tuple(c) for c in self.seen(after) if method is None or c.name == method]
+
     def methods(self) -> list[str]:
-        return [name for name, _ in self.calls]
+        return [name for name, _ in list(self.calls)]
 
     def params(self, method: str) -> list[list[Any]]:
-        return [p for name, p in self.calls if name == method]
+        return [p for name, p in list(self.calls) if name == method]
 
     def vehicle_calls_on_links(self, sent: str, never: str = "") -> list[str]:
         """Vehicle calls (moves_vehicle) sent on each connection that sent `sent` and never `never`,
@@ -119,44 +238,119 @@ class FakeAirSim:
         """Every call so far that moved, posed or armed the vehicle (moves_vehicle), in order."""
         return [name for name in self.methods() if moves_vehicle(name)]
 
-    # -- msgpack-rpc framing -------------------------------------------------------------------
+    # -- msgpack-rpc framing: one reader, the vehicle takes requests in the order they arrived ----
 
-    def _accept(self) -> None:
+    def _read_all(self) -> None:
+        """Edge-triggered epoll (Linux): a connection joins the ready list when data reaches it and
+        leaves it when reported, so connections come back in the order their requests arrived (a
+        level-triggered poll re-queues each reported connection, and a stale entry would jump the
+        queue). Each connection is drained before its requests are taken, so a client that waits
+        for its answers never leaves a stale entry behind."""
+        poller = select.epoll()
+        poller.register(self._sock.fileno(), select.EPOLLIN)
+        conns: dict[int, _Connection] = {}
+        try:
+            while not self._stop.is_set():
+                for fd, _ in poller.poll(0.05):
+                    if fd == self._sock.fileno():
+                        self._accept(poller, conns)
+                    elif fd in conns:
+                        self._read(poller, conns, conns[fd])
+        finally:
+            poller.close()
+
+    def _accept(self, poller: select.epoll, conns: dict[int, _Connection]) -> None:
+        try:
+            sock, _ = self._sock.accept()
+        except OSError:
+            return
+        sock.setblocking(False)
+        conn = _Connection(sock)
+        self._open.append(conn)
+        self.connections.append(conn.sent)
+        conns[sock.fileno()] = conn
+        poller.register(sock.fileno(), select.EPOLLIN | select.EPOLLET)
+
+    def _read(self, poller: select.epoll, conns: dict[int, _Connection], conn: _Connection) -> None:
+        closed = False
+        while True:  # edge-triggered: read until the socket is empty
+            try:
+                data = conn.sock.recv(65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                closed = True
+                break
+            conn.unpacker.feed(data)
+        for message in conn.unpacker:
+            if message[0] != 0:  # notifications need no answer
+                continue
+            _, msgid, method, params = message
+            self.arrived.append((time.monotonic(), method))
+            if conn.delayed is None and (self.latency_s > 0 or self.delay):
+                conn.delayed = queue.Queue()
+                threading.Thread(target=self._deliver_late, args=(conn,), daemon=True).start()
+            if conn.delayed is not None:
+                conn.delayed.put((msgid, method, list(params)))
+            else:
+                self._take(conn, msgid, method, list(params))
+        if closed:
+            fd = conn.sock.fileno()
+            poller.unregister(fd)
+            del conns[fd]
+            conn.sock.close()
+
+    def _deliver_late(self, conn: _Connection) -> None:
+        assert conn.delayed is not None
         while not self._stop.is_set():
             try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+                msgid, method, params = conn.delayed.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            late = self.delay.get(method, self._rng.uniform(0.0, self.latency_s) if self.latency_s > 0 else 0.0)
+            time.sleep(late)
+            self._take(conn, msgid, method, params)
 
-    def _serve(self, conn: socket.socket) -> None:
-        unpacker = msgpack.Unpacker(raw=False)
-        sent: list[str] = []
-        self.connections.append(sent)
-        with conn:
-            while not self._stop.is_set():
-                try:
-                    data = conn.recv(65536)
-                except OSError:
-                    return
-                if not data:
-                    return
-                unpacker.feed(data)
-                for message in unpacker:
-                    if message[0] != 0:  # notifications need no answer
-                        continue
-                    _, msgid, method, params = message
-                    sent.append(method)
-                    error, result = self._dispatch(method, list(params))
-                    try:
-                        conn.sendall(msgpack.packb([1, msgid, error, result], use_bin_type=True))
-                    except OSError:  # the client hung up while its call ran
-                        return
+    def _take(self, conn: _Connection, msgid: int, method: str, params: list[Any]) -> None:
+        """The vehicle takes one request: logged, and a task call cancels the running task and
+        becomes the running one, as one step."""
+        task = cancel = None
+        with self.calls.lock:
+            self.calls.append((method, params))
+            conn.sent.append(method)
+            if (is_task(method) or method == "cancelLastTask") and self._running is not None:
+                self._running[0].cancelled = True
+                self._running[1].set()
+                self._running = None
+            if is_task(method):
+                task, cancel = Task(method, time.monotonic()), threading.Event()
+                self._running = (task, cancel)
+                self.tasks.append(task)
+        if task is not None and method != "hover" and self.task_s > 0 and method not in self.fail:
+            threading.Thread(target=self._run_task, args=(conn, msgid, method, params, task, cancel),
+                             daemon=True).start()
+            return
+        error, result = self._handle(method, params)
+        if task is not None:
+            self._end(task)
+        conn.reply(msgid, error, result)
 
-    def _dispatch(self, method: str, params: list[Any]) -> tuple[Any, Any]:
-        """One request, in the order it arrived on its connection: (error, result)."""
-        self.calls.append((method, params))
-        return self._handle(method, params)
+    def _run_task(self, conn: _Connection, msgid: int, method: str, params: list[Any], task: Task,
+                  cancel: threading.Event) -> None:
+        if cancel.wait(self.task_s):
+            error, result = None, False  # cancelled: back at once, no error, and it never got there
+        else:
+            error, result = self._handle(method, params)
+        self._end(task)
+        conn.reply(msgid, error, result)
+
+    def _end(self, task: Task) -> None:
+        with self.calls.lock:
+            task.end = time.monotonic()
+            if self._running is not None and self._running[0] is task:
+                self._running = None
 
     def _handle(self, method: str, params: list[Any]) -> tuple[Any, Any]:
         handler = getattr(self, f"rpc_{method}", None)
@@ -210,6 +404,17 @@ class FakeAirSim:
     def rpc_rotateToYaw(self, yaw_deg, timeout_sec, margin, vehicle_name) -> bool:
         self.orientation = quat_yaw(math.radians(yaw_deg))
         return True
+
+    def rpc_moveByVelocity(self, vx, vy, vz, duration, drivetrain, yaw_mode, vehicle_name) -> bool:
+        self.velocity = vec(vx, vy, vz)
+        return True
+
+    def rpc_hover(self, vehicle_name: str) -> bool:
+        self.velocity = vec()
+        return True
+
+    def rpc_cancelLastTask(self, vehicle_name: str) -> None:
+        return None
 
     def _mount(self, camera_name: str) -> dict[str, Any]:
         return self.cameras.setdefault(str(camera_name), {k: dict(v) for k, v in MOUNT.items()})

@@ -419,6 +419,7 @@ def test_no_motion_reaches_the_vehicle_after_a_hold(client_name, kind):
           f"{1000 * max(overtaker_s):.1f} ms at most, until a re-hover or its end); "
           f"hold took p50 {1000 * sorted(hold_s)[len(hold_s) // 2]:.1f} ms, max {1000 * max(hold_s):.1f} ms")
     assert (after_hover, after_report, moving_at_report) == (0, 0, 0), failures[:10]
-    # The dangerous interleaving really happened: a call sent before the hold landed after its
-    # first hover (else this test proves nothing about overtaking), and holds came mid-move.
-    assert overtaken > 0 and mid_move == TRIALS // 2
+    # The dangerous interleaving really happened: holds came mid-move. Overtaking by random latency
+    # is rare once the link sends nothing after a hover (before issue 30's fix the turn sent after
+    # the hover counted here too): test_estop_race.py forces a move to overtake the hover.
+    assert mid_move == TRIALS // 2

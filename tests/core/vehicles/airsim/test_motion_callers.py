@@ -7,8 +7,9 @@ something that moves the vehicle is checked against the one place allowed to mak
 
 1. AirSim RPCs that move, pose or arm the vehicle (as attributes or as method-name strings):
    only inside AirSimLink (core/vehicles/airsim/client.py) and BridgeLink (core/vehicles/airsim/link.py), and
-   there only as the first argument of `self._move` (which the bridge calls through its motion door), except the
-   hold's own hover, sent with `self._call`;
+   there only as the first argument of `self._move` (which asks the motion door right before it sends), the
+   hold's own hover included. The bare wire names that are also plain words ("land", "takeoff", "hover",
+   "goHome": states and modes elsewhere) count only inside the AirSim package;
 2. the link's motion methods (set_pose, move_to...): only the motion modes and the bridge;
 3. motion modes (go_to, turn_to, making one): only motion.py and the bridge's worker.
 """
@@ -25,7 +26,9 @@ import cityseeker_ros
 PACKAGE = Path(cityseeker_ros.__file__).parent
 RPC = re.compile(r"^(move[A-Z]\w*|rotate[A-Z]\w*|simSetVehiclePose|simSetKinematics|simSetObjectPose|armDisarm"
                  r"|enableApiControl|takeoff(Async)?|land(Async)?|hover(Async)?|goHome(Async)?|cancelLastTask)$")
-HOLD_RPC = "hoverAsync"  # the hold itself: sent by the bridge's MotionDoor.hold, never gated
+HOLD_RPC = "hoverAsync"  # the hold itself: sent through self._move like every motion RPC
+WORDS = re.compile(r"^(takeoff|land|hover|goHome)$")  # wire names that are also words: AirSim calls only in its package
+AIRSIM = "core/vehicles/airsim/"
 GATED = {("core/vehicles/airsim/client.py", "AirSimLink"), ("core/vehicles/airsim/link.py", "BridgeLink")}
 LINK_MOTION = {"set_pose", "take_control", "move_to", "rotate_at_rate", "rotate_to", "move_by_velocity", "hover"}
 MODE_MOTION = {"go_to", "turn_to"}
@@ -53,16 +56,16 @@ def violations(source: str, rel: str) -> list[str]:
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         for node in ast.walk(cls):
             owners[node] = cls.name
-    gated_args: set[int] = set()  # ids of string constants passed first to self._move / self._call(hover)
+    gated_args: set[int] = set()  # ids of string constants passed first to self._move
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
-                and isinstance(node.args[0], ast.Constant)
-                and (node.func.attr == "_move" or (node.func.attr == "_call" and node.args[0].value == HOLD_RPC))):
+                and isinstance(node.args[0], ast.Constant) and node.func.attr == "_move"):
             gated_args.add(id(node.args[0]))
     for node in ast.walk(tree):
         where = f"{rel}:{getattr(node, 'lineno', '?')}"
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and RPC.match(node.value):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and RPC.match(node.value) \
+                and (rel.startswith(AIRSIM) or not WORDS.match(node.value)):
             if (rel, owners.get(node)) not in GATED:
                 found.append(f"{where}: AirSim RPC {node.value!r} outside the gated link")
             elif id(node) not in gated_args:
@@ -124,8 +127,23 @@ def test_the_guard_catches_each_kind_of_bypass(code, rel, expected):
 
 def test_the_guard_allows_the_gated_forms():
     link = "class AirSimLink:\n    def go(self):\n        self._move('moveToPositionAsync', 1, 2, 3)\n"
-    hold = "class BridgeLink:\n    def hover(self):\n        self._call('hoverAsync')\n"
+    hold = "class BridgeLink:\n    def hover(self):\n        self._move('hoverAsync')\n"
     assert violations(link, "core/vehicles/airsim/client.py") == []
     assert violations(hold, "core/vehicles/airsim/link.py") == []
     assert violations(hold, "core/vehicles/airsim/views.py") == [
         "core/vehicles/airsim/views.py:3: AirSim RPC 'hoverAsync' outside the gated link"]
+
+
+def test_the_hover_is_gated_like_any_motion_rpc():
+    """No exemption for the hold: a hover sent with _call would skip the lock and the door's check."""
+    hold = "class BridgeLink:\n    def hover(self):\n        self._call('hoverAsync')\n"
+    assert violations(hold, "core/vehicles/airsim/link.py") == [
+        "core/vehicles/airsim/link.py:3: AirSim RPC 'hoverAsync' not sent through self._move"]
+
+
+def test_words_that_are_wire_names_count_only_in_the_airsim_package():
+    state = "LANDING = 'land'\nTAKEOFF = 'takeoff'\n"
+    assert violations(state, "core/vehicles/authority.py") == []
+    assert len(violations(state, "core/vehicles/airsim/motion.py")) == 2
+    assert violations("X = 'landAsync'\n", "core/vehicles/authority.py") == [
+        "core/vehicles/authority.py:1: AirSim RPC 'landAsync' outside the gated link"]
