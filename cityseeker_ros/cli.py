@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     from cityseeker_ros.bag.cli import add_parser as add_bag_parser
 
     add_bag_parser(sub)
+    from cityseeker_ros.core.vehicles.monitor.command import add_parser as add_monitor_parser
+
+    add_monitor_parser(sub)
     return parser
 
 
@@ -693,7 +696,8 @@ WORLD_COMMANDS = {"synth": cmd_world_synth, "build": cmd_world_build, "dress": c
 COMMANDS = {"benchmark": cmd_benchmark, "run": cmd_run, "ablate": cmd_ablate, "report": cmd_report,
             "compare": cmd_compare,
             "validate": cmd_validate, "judge": cmd_judge, "world": cmd_world, "bag": lambda args: _bag_run(args),
-            "seek": lambda args: cmd_seek(args), "ar": lambda args: _ar_run(args)}
+            "seek": lambda args: cmd_seek(args), "ar": lambda args: _ar_run(args),
+            "monitor": lambda args: _monitor_run(args)}
 
 
 def _seek_options(sub: Any) -> None:
@@ -711,8 +715,9 @@ def _seek_options(sub: Any) -> None:
                         "every process started. Ctrl-C cancels the goal (the vehicle holds). A refused goal "
                         "prints 'result: rejected (CODE): reason' (bad_need, bad_budget before anything "
                         "starts; busy, estop, no_fix, off_graph, outside_geofence from the server). Exit status: "
-                        "0 the goal ran its course (arrived, or its budget spent), 1 it ended otherwise "
-                        "(cancelled, failed), 3 it was rejected, 2 an error (a bad option, a node that failed).")
+                        "0 the goal ran its course (arrived, answered, or its budget spent), 1 it ended otherwise "
+                        "(cancelled, failed), 3 it was rejected, 4 a pilot took the vehicle, 5 the vehicle bridge "
+                        "lost its link, 2 an error (a bad option, a node that failed).")
     sk.add_argument("need", help=f"the need in words, e.g. 'I am thirsty' (at most {MAX_NEED_CHARS} characters)")
     sk.add_argument("--world", required=True, type=Path, help="the world folder, e.g. worlds/monaco (`cityseeker "
                     "world build`)")
@@ -801,6 +806,12 @@ def _ar_run(args: argparse.Namespace) -> int:
     from cityseeker_ros.ar.command import run_ar
 
     return run_ar(args)
+
+
+def _monitor_run(args: argparse.Namespace) -> int:
+    from cityseeker_ros.core.vehicles.monitor.command import run
+
+    return run(args)
 
 
 def _bag_run(args: argparse.Namespace) -> int:

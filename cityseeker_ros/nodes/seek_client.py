@@ -10,8 +10,9 @@ Every wait spins this client's own executor; nothing blocks a callback.
 
 A goal the server refuses ends at once with outcome `rejected`, its `code` (busy, estop,
 off_graph, outside_geofence, bad_need, ...) and reason; the command prints them and exits 3
-(0: the goal ran its course: arrived, or its budget spent; 1: it ended otherwise; 2: no server or
-no answer in time). The lines it prints are ros/seek_outcome.py's.
+(0: the goal ran its course: arrived, answered, or its budget spent; 1: it ended otherwise:
+cancelled, failed; 2: no server or no answer in time; 4: a pilot took the vehicle; 5: the vehicle
+bridge lost its link). The lines it prints are ros/seek_outcome.py's.
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ from cityseeker_interfaces.action import Seek
 from cityseeker_ros.ros.seek_outcome import EXIT_ERROR, SeekOutcome, SeekStep, exit_code, write_json
 
 OUTCOMES = {Seek.Result.FOUND: "found", Seek.Result.BUDGET: "budget", Seek.Result.CANCELLED: "cancelled",
-            Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected", Seek.Result.ANSWERED: "answered"}
+            Seek.Result.FAILED: "failed", Seek.Result.REJECTED: "rejected", Seek.Result.ANSWERED: "answered",
+            Seek.Result.PILOT_OVERRIDE: "pilot_override", Seek.Result.LINK_LOST: "link_lost"}
 STATUSES = {GoalStatus.STATUS_SUCCEEDED: "succeeded", GoalStatus.STATUS_ABORTED: "aborted",
             GoalStatus.STATUS_CANCELED: "canceled"}
 ACTIONS = {0: "move", 1: "stop", 2: "back", 3: "answer"}  # AgentAction kinds

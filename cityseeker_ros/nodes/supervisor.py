@@ -223,7 +223,8 @@ class SupervisorNode(Node):
                             location.status == LocalisationStatus.ON_NODE)
 
     def _on_vehicle_safety(self, msg: Any) -> None:
-        """The vehicle bridge's status: a pilot who takes over ends the episode under way."""
+        """The vehicle bridge's status: a pilot who takes over, or a link lost, ends the episode
+        under way (a Seek: PILOT_OVERRIDE, LINK_LOST) and nothing leaves until it is over."""
         if not isinstance(self._loop, LiveLoop):
             return
         status: Optional[BridgeStatus] = self._received(msg, "safety status")

@@ -43,8 +43,10 @@ from cityseeker_ros.core.tasks.family import family_of_record
 from cityseeker_ros.ros import qos, typed
 
 ESTOP_TOPIC = "/estop"  # std_msgs/Bool, as the vehicle bridges hear it
+# The core's end (core.loop.seek.OUTCOMES) as the result's outcome; stalled, estop and error are FAILED.
 OUTCOME_OF = {"stopped": Seek.Result.FOUND, "budget": Seek.Result.BUDGET, "cancelled": Seek.Result.CANCELLED,
-              "answered": Seek.Result.ANSWERED}
+              "answered": Seek.Result.ANSWERED, "pilot_override": Seek.Result.PILOT_OVERRIDE,
+              "link_lost": Seek.Result.LINK_LOST}
 
 
 # -- messages -------------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ class SeekServer:
             goal_handle.canceled()
         elif msg.outcome in (Seek.Result.FOUND, Seek.Result.BUDGET, Seek.Result.ANSWERED):
             goal_handle.succeed()
-        else:  # preempted, stalled, e-stop, a failed decision
+        else:  # preempted, stalled, e-stop, a pilot's takeover, a lost link, a failed decision
             goal_handle.abort()
         return msg
 

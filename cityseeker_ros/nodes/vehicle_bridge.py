@@ -14,11 +14,21 @@ terminate cuts the motors only when the parameter `terminate_confirmation` was s
 first, and clears it). Publishes `~/fix` (NavSatFix), `~/odom` (Odometry, ENU about the
 link's origin, REP 103), `~/safety` (SafetyStatus, on every change and every `safety_period_s`),
 `~/image` (+ `~/depth`) when the link has a camera, and /diagnostics.
+
+A command is checked for its envelope before the bridge sees it (core.vehicles.safety.envelope): a
+velocity in a frame other than ENU, or a goal or velocity stamped more than `command_max_age_s`
+from this node's clock (1970, a clock ahead), is refused: it is no decision, so it neither feeds the
+decision watchdog nor replaces the command in force. A refusal is logged once per kind until a
+command passes, and rides on the ~/safety reason meanwhile. Every change of the status code (a link
+lost and back, a pilot's takeover, an e-stop) is logged at once; only the same code's new reasons
+are throttled (one line per STATUS_REPEAT_S).
 """
 from __future__ import annotations
 
 import math
 import os
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -34,17 +44,23 @@ from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.streets.geodesy import LocalFrame
 from cityseeker_ros.core.vehicles.bridge import (
     ESTOP_ACTIONS,
-    LINK_ERROR,
     TERMINATE_CONFIRMATION,
     BridgeStatus,
     VehicleBridge,
     status_level,
 )
-from cityseeker_ros.core.vehicles.safety import EStop, LatchFile, SafetyConfig, SafetyGate
+from cityseeker_ros.core.vehicles.safety import Check, EStop, LatchFile, SafetyConfig, SafetyGate
 from cityseeker_ros.core.vehicles.safety.config import load_safety_config
+from cityseeker_ros.core.vehicles.safety.envelope import (
+    DEFAULT_MAX_AGE_S,
+    MAX_AGE_BOUNDS_S,
+    check_envelope,
+    check_max_age,
+    kind_of,
+)
 from cityseeker_ros.nodes.common import publish_diagnostics
 from cityseeker_ros.ros import convert, convert_vehicle, qos, typed, vehicle_link
-from cityseeker_ros.ros.parameters import VEHICLE_BRIDGE, declare, json_parameter
+from cityseeker_ros.ros.parameters import VEHICLE_BRIDGE, ParamSpec, declare, json_parameter
 from cityseeker_ros.ros.schema import CommandMsg
 from cityseeker_ros.ros.spin import spin
 
@@ -56,6 +72,11 @@ HEARTBEAT = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1, reliability=Rel
 # latched stale command, and publishers of any durability (`ros2 topic pub`) match.
 LIVE = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10, reliability=ReliabilityPolicy.RELIABLE,
                   durability=DurabilityPolicy.VOLATILE)
+COMMAND_MAX_AGE = ParamSpec(
+    "command_max_age_s", DEFAULT_MAX_AGE_S, f"a goal or velocity stamped further than this from the bridge's clock "
+    f"(older, or ahead) is refused, not flown ({MAX_AGE_BOUNDS_S[0]:g} to {MAX_AGE_BOUNDS_S[1]:g} s); the "
+    "supervisor stamps each command, its goal repeat included, as it sends it")
+STATUS_REPEAT_S = 10.0  # the same status code with a new reason is logged at most this often
 
 
 def _positive(name: str, value: Any) -> float:
@@ -67,8 +88,12 @@ def _positive(name: str, value: Any) -> float:
 class VehicleBridgeNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("vehicle_bridge", **kwargs)
-        declare(self, VEHICLE_BRIDGE)
-        p = {spec.name: self.get_parameter(spec.name).value for spec in VEHICLE_BRIDGE}
+        # command_max_age_s belongs in ros/parameters.VEHICLE_BRIDGE; until it is there it is declared here
+        specs = VEHICLE_BRIDGE + (() if any(spec.name == COMMAND_MAX_AGE.name for spec in VEHICLE_BRIDGE)
+                                  else (COMMAND_MAX_AGE,))
+        declare(self, specs)
+        p = {spec.name: self.get_parameter(spec.name).value for spec in specs}
+        self._max_age_s = check_max_age(p["command_max_age_s"])
         if p["image_format"] not in IMAGE_FORMATS:
             raise ConfigError(f"parameter image_format must be one of {', '.join(IMAGE_FORMATS)}, "
                               f"got {p['image_format']!r}")
@@ -110,6 +135,8 @@ class VehicleBridgeNode(Node):
         self._bridge.on_event = lambda line: self.get_logger().info(f"{self._said}{line}")
         self._status: Optional[BridgeStatus] = None
         self._commands = self._rejected = self._heartbeats = 0
+        self._refusal: Optional[Check] = None  # the last command's refusal, until a command passes
+        self._logged: Optional[tuple[str, str, bool, float]] = None  # code, reason, error level, when: last logged
         self._image_error: Optional[str] = None
         self._connected_said = False
 
@@ -159,13 +186,30 @@ class VehicleBridgeNode(Node):
 
     def _on_command(self, msg: Any) -> None:
         try:
-            command = convert_vehicle.command_from_msg(typed.from_ros(msg))
+            received = typed.from_ros(msg)
+            command = convert_vehicle.command_from_msg(received)
         except ValueError as exc:
             self._rejected += 1
             self.get_logger().warning(f"malformed command ignored: {exc}")
             return
+        check = check_envelope(kind_of(command), msg.header.frame_id, received.stamp.seconds,
+                               self.get_clock().now().nanoseconds * 1e-9, self._max_age_s)
+        if not check.ok:
+            self._refuse(check)
+            return
+        if self._refusal is not None:
+            self._refusal = None
+            self._publish_safety()
         self._commands += 1
         self._bridge.command(command)
+
+    def _refuse(self, check: Check) -> None:
+        """Not a decision: the bridge never sees it. One line per kind of refusal in a row."""
+        self._rejected += 1
+        if self._refusal is None or self._refusal.code != check.code:
+            self.get_logger().warning(f"{self._said}command refused ({check.code.value}): {check.reason}")
+        self._refusal = check
+        self._publish_safety()
 
     def _on_heartbeat(self, msg: Header) -> None:
         self._heartbeats += 1
@@ -224,12 +268,38 @@ class VehicleBridgeNode(Node):
             self.get_logger().info(f"{self._said}connected" + (f": {report.summary()}" if report is not None else ""))
         if changed:
             self._publish_safety()
-            if status.code == LINK_ERROR:
-                self.get_logger().error(status.reason, throttle_duration_sec=10.0)
+        self._log_status(status, time.monotonic())
+
+    def _log_status(self, status: BridgeStatus, now: float) -> None:
+        """A new code is logged at once (a link lost, back, a pilot's takeover...), whatever came
+        before; the same code with a new reason at most every STATUS_REPEAT_S. A line into or out
+        of an error-level code is one the runner prints for a flying link (vehicle_link.SAID)."""
+        last = self._logged
+        if last is not None and last[0] == status.code and (
+                last[1] == status.reason or now - last[3] < STATUS_REPEAT_S):
+            return
+        error = status_level(status) == "error"
+        changed = last is not None and last[0] != status.code
+        prefix = self._said if error or (changed and last[2]) else ""
+        line = f"{prefix}status {status.code}{f' (was {last[0]})' if changed else ''}: {status.reason}"
+        self._logged = (status.code, status.reason, error, now)
+        if error:  # one call per severity: rclpy ties a severity to its call site
+            self.get_logger().error(line)
+        else:
+            self.get_logger().info(line)
+
+    def _published(self) -> Optional[BridgeStatus]:
+        """The bridge's status, with a refused command's reason while no command has passed since."""
+        status, refusal = self._status, self._refusal
+        if status is None or refusal is None:
+            return status
+        return replace(status, reason=f"{status.reason}; last command refused ({refusal.code.value}): "
+                                      f"{refusal.reason}")
 
     def _publish_safety(self) -> None:
-        if self._status is not None:
-            self._safety_pub.publish(typed.to_ros(convert_vehicle.safety_msg(self._status, self._stamp())))
+        status = self._published()
+        if status is not None:
+            self._safety_pub.publish(typed.to_ros(convert_vehicle.safety_msg(status, self._stamp())))
 
     def _publish_state(self) -> None:
         state = self._bridge.state
@@ -281,6 +351,8 @@ class VehicleBridgeNode(Node):
                 values["battery"] = round(state.battery_fraction, 3)
         if self._image_error:
             values["camera_error"] = self._image_error
+        if self._refusal is not None:
+            values["last_refusal"] = self._refusal.code.value
         publish_diagnostics(self, self._diag_pub, "vehicle", level, status.reason, values)
 
 

@@ -7,8 +7,9 @@ server would, with the same line and JSON record.
 The action's status (SUCCEEDED, ABORTED, CANCELED) is not in the line: a spent budget is
 SUCCEEDED as an action (the goal ran its course) while its need was not met, and the two words
 side by side read as a contradiction. The line says how the goal ended, in words that say one
-thing: "arrived" (the policy stopped), "budget spent", "cancelled", "failed (stalled|estop|error)",
-"rejected (CODE)". The JSON record keeps the status.
+thing: "arrived" (the policy stopped), "answered", "budget spent", "cancelled", "failed
+(stalled|estop|error)", "pilot took over", "link lost", "rejected (CODE)". The JSON record keeps
+the status.
 """
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ from pathlib import Path
 from typing import Optional
 
 # `cityseeker seek`'s exit codes (and `python -m cityseeker_ros.nodes.seek_client`'s): the goal ran
-# its course (arrived, or its budget was spent), it ended otherwise (cancelled, failed), an error
-# (no server, a node that failed, a bad configuration), the goal was rejected.
-EXIT_SUCCEEDED, EXIT_ENDED, EXIT_ERROR, EXIT_REJECTED = 0, 1, 2, 3
+# its course (arrived, answered, or its budget was spent), it ended otherwise (cancelled, failed), an
+# error (no server, a node that failed, a bad configuration), the goal was rejected, a pilot took
+# the vehicle, the vehicle bridge lost its link. The last two are the vehicle's, not the stack's:
+# a script can tell them from a failure.
+EXIT_SUCCEEDED, EXIT_ENDED, EXIT_ERROR, EXIT_REJECTED, EXIT_PILOT_OVERRIDE, EXIT_LINK_LOST = 0, 1, 2, 3, 4, 5
 REJECTED_STATUS = "aborted"  # how the server ends a refused goal (rclpy's REJECT carries no reason)
 ENDINGS = {"found": "arrived", "answered": "answered", "budget": "budget spent", "cancelled": "cancelled",
-           "failed": "failed"}
+           "failed": "failed", "pilot_override": "pilot took over", "link_lost": "link lost"}
+EXIT_OF = {"found": EXIT_SUCCEEDED, "answered": EXIT_SUCCEEDED, "budget": EXIT_SUCCEEDED,
+           "rejected": EXIT_REJECTED, "pilot_override": EXIT_PILOT_OVERRIDE, "link_lost": EXIT_LINK_LOST}
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,9 @@ class SeekStep:
 @dataclass(frozen=True)
 class SeekOutcome:
     """A goal's end: the action status (succeeded, aborted, canceled), the Seek outcome (found,
-    budget, cancelled, failed, rejected), its code (a rejection's: busy, off_graph...; otherwise
-    how it ended: stopped, budget, cancelled, stalled, estop, pilot_override, error), where it stopped and why,
-    and its feedback."""
+    answered, budget, cancelled, failed, rejected, pilot_override, link_lost), its code (a
+    rejection's: busy, off_graph...; otherwise how it ended: stopped, answered, budget, cancelled,
+    stalled, estop, pilot_override, link_lost, error), where it stopped and why, and its feedback."""
 
     status: str
     outcome: str
@@ -93,9 +98,7 @@ def rejection(code: str, reason: str) -> SeekOutcome:
 
 
 def exit_code(outcome: SeekOutcome) -> int:
-    if outcome.rejected:
-        return EXIT_REJECTED
-    return EXIT_SUCCEEDED if outcome.outcome in ("found", "answered", "budget") else EXIT_ENDED
+    return EXIT_OF.get(outcome.outcome, EXIT_ENDED)
 
 
 def write_json(outcome: SeekOutcome, path: Path | str) -> None:

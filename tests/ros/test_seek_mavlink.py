@@ -4,7 +4,8 @@ running in this pytest process: the vehicle waits on the ground at the street-gr
 centre of config/safety.yaml's fence, the bridge uploads the fence, arms, takes off, takes control
 and flies each decision; the command prints what the bridge waits for. Then a pilot takes over
 mid-Seek (the simulator's RC mode switch): the Seek ends `pilot_override` and the simulator gets no
-setpoint or mode command after it. Every claim is a count or a position the simulator recorded."""
+setpoint or mode command after it; a link lost mid-Seek ends it `link_lost`, and nothing flies after
+the link returns. Every claim is a count or a position the simulator recorded."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.vehicles.mavlink.simulator import MOTION_COMMANDS, SETPOINTS, MavlinkSimulator
 from cityseeker_ros.core.vehicles.safety.config import load_safety_config
+from cityseeker_ros.ros.seek_outcome import EXIT_LINK_LOST, EXIT_PILOT_OVERRIDE
 from tests.ros.test_runner import REPO
 
 SAFETY = REPO / "config" / "safety.yaml"
@@ -140,6 +142,40 @@ def test_a_pilot_who_takes_over_mid_seek_ends_it_and_nothing_more_is_sent(monaco
           f"switch {in_flight}, setpoints or mode commands after {late}; result {result['outcome']} "
           f"({result['code']}): "
           f"{result['reason']}")
-    # the Seek result's words: outcome failed, code pilot_override (ros/seek_outcome.py)
-    assert (result["outcome"], result["code"]) == ("failed", "pilot_override"), output + logs(tmp_path)
+    # the Seek result's words: an end of its own, not a failure (ros/seek_outcome.py)
+    assert (result["outcome"], result["code"]) == ("pilot_override", "pilot_override"), output + logs(tmp_path)
+    assert process.returncode == EXIT_PILOT_OVERRIDE, output
     assert late == 0 and in_flight <= 3 and mode == TAKEOVER_MODE[flavour]
+
+
+def test_a_link_lost_mid_seek_ends_it_and_nothing_flies_after_the_link_returns(monaco_dir, ros_domain, tmp_path):
+    """The fault as found: after a link loss the supervisor's one-second goal repeat resumed the
+    goal from before the loss 0.55 s after the link returned, with no new decision. Now the loss
+    (the bridge's link_error) ends the Seek link_lost, and no setpoint follows the return."""
+    _, _, node = home_node(monaco_dir)
+    port = free_udp_port()
+    with MavlinkSimulator("px4", port, home=(node.lat, node.lon, 10.0)) as sim:
+        process = seek(monaco_dir, port, tmp_path, ros_domain, 30)
+        deadline = time.monotonic() + 120
+        while not (sim.mode == sim.flavour.control_mode and sim.count(SETPOINTS) > 0
+                   and abs(sim.vel[0]) + abs(sim.vel[1]) > 0.5):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"never flying: {process.communicate()[0]}{logs(tmp_path)}")
+            time.sleep(0.02)
+        sim.stop_answering()  # the radio link goes: the bridge sees no state after link_timeout_s 0.5 s
+        time.sleep(1.5)
+        sim.resume_answering()
+        back = time.monotonic()
+        while process.poll() is None and time.monotonic() - back < 10.0:
+            time.sleep(0.05)
+        after = sim.count(SETPOINTS, back)
+        output, _ = process.communicate(timeout=120)
+    result = json.loads((tmp_path / "result.json").read_text())
+    print(f"\nlink lost for 1.5 s; result {result['outcome']} ({result['code']}): {result['reason']}; "
+          f"setpoints after the return {after}")
+    assert (result["outcome"], result["code"]) == ("link_lost", "link_lost"), output + logs(tmp_path)
+    assert process.returncode == EXIT_LINK_LOST, output
+    assert after == 0, output + logs(tmp_path)
+    said = [line for line in output.splitlines() if line.startswith("vehicle: status link_error")]
+    assert said, output  # the bridge's log has the loss, and the command prints it

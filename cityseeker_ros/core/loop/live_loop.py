@@ -4,6 +4,11 @@ through the safety gate. The episode state (where the vehicle actually arrived, 
 `LiveEpisode` (core.loop.live); this loop sends the vehicle to each task's start, announces
 the run once it stands there (the camera captures only then), repeats the goal under way every
 second until the vehicle arrives somewhere new, and holds on a stop, a decision timeout or a stall.
+
+Every episode ends in a hold the loop commands (a stop, the budget, an error, a stall, a cancel),
+unless the vehicle is not the stack's to hold: a pilot took it over, or its bridge lost the link.
+Either of those ends the episode under way and forgets its goal; nothing leaves the loop while it
+lasts, and after a link return only a decision made after it moves the vehicle.
 """
 from __future__ import annotations
 
@@ -20,10 +25,11 @@ from cityseeker_ros.core.loop.state_machine import EpisodeLoop, LiveProgress, Ou
 from cityseeker_ros.core.strategies.bcr_policy import BcrPolicy
 from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.tasks.environment import Action
-from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE
-from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal
+from cityseeker_ros.core.vehicles.bridge import LINK_ERROR, PILOT_OVERRIDE
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Command, Goal, Hold
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 
+LINK_LOST = "link_lost"  # how an episode or a Seek ends when the bridge loses its link (LINK_ERROR)
 GOAL_REPEAT_S = 1.0  # a bridge that started late or lost the goal still gets it; its watchdog sees a live supervisor
 
 
@@ -36,6 +42,9 @@ class LiveLoop(EpisodeLoop):
         super().__init__(config, plan, supervisor, outputs, decision_timeout_s, clock)
         self.estop = estop
         self.pilot_override = False  # the vehicle's bridge says a pilot took over: nothing leaves
+        self.link_lost = False  # the vehicle's bridge lost its link after it had one: nothing leaves
+        self._link_seen = False  # the bridge has reported a status other than LINK_ERROR (it connected)
+        self._holding = False  # the last command that left was a hold
         self._last_view_set: Optional[ViewSet] = None  # the one acted on last: decided again after a reset
         self.stall_timeout_s = check_stall_timeout(stall_timeout_s)
         self.altitude_m = float(altitude_m)
@@ -133,19 +142,35 @@ class LiveLoop(EpisodeLoop):
     # -- the vehicle ---------------------------------------------------------------------------
 
     def vehicle_status(self, code: str, reason: str) -> None:
-        """The vehicle bridge's status code. A pilot who takes over (PILOT_OVERRIDE) ends the
-        episode under way as an error that says so, and nothing leaves this loop while the bridge
-        reports it; the stack never takes the vehicle back by itself."""
+        """The vehicle bridge's status code. A pilot who takes over (PILOT_OVERRIDE) or a link lost
+        after the bridge had one (LINK_ERROR; before its first connection that code only means it
+        is connecting) ends the episode under way as an error that says so, forgets its goal, and
+        nothing leaves this loop while the bridge reports it. The stack never takes the vehicle
+        back by itself; after a link return only a new decision moves it (`_decide_again`)."""
         overridden = code == PILOT_OVERRIDE
         took_over = overridden and not self.pilot_override
         self.pilot_override = overridden
+        lost = code == LINK_ERROR and self._link_seen
+        lost_now, back = lost and not self.link_lost, self.link_lost and code != LINK_ERROR
+        self.link_lost = lost
+        self._link_seen = self._link_seen or code != LINK_ERROR
         if took_over:
             self._goal = None
             self.outputs.log("warning", f"pilot override: {reason}; the stack commands nothing")
             if self.live is not None and self.session is not None and not self.live.done:
-                self._pilot_took_over(f"pilot_override: {reason}")
+                self._vehicle_ended(PILOT_OVERRIDE, f"pilot_override: {reason}")
+        if lost_now:
+            self._goal = None
+            self.outputs.log("warning", f"link lost: {reason}; the stack commands nothing until it returns")
+            if self.live is not None and self.session is not None and not self.live.done:
+                self._vehicle_ended(LINK_LOST, f"link_lost: {reason}")
+        if back:
+            self.outputs.log("info", f"link back ({code}): nothing moves until a new decision")
+            self._decide_again("a link return")
 
-    def _pilot_took_over(self, message: str) -> None:
+    def _vehicle_ended(self, outcome: str, message: str) -> None:
+        """The vehicle is not the stack's to command (PILOT_OVERRIDE, LINK_LOST): the episode ends
+        as an error saying why, with no hold."""
         assert self.live is not None
         self.live.abort(message)
         self._finish()
@@ -171,20 +196,20 @@ class LiveLoop(EpisodeLoop):
             return False, "this loop has no e-stop"
         check = self.estop.reset()
         if check.ok:
-            self._decide_again()
+            self._decide_again("an e-stop reset")
         return check.ok, check.reason
 
-    def _decide_again(self) -> None:
-        """After a reset the goal from before the e-stop is gone: ask the policy again where the
-        vehicle last stood (its new answer is what moves it), or head for the start again when the
-        episode had not begun."""
+    def _decide_again(self, after: str) -> None:
+        """After a reset (or a link return) the goal from before is gone: ask the policy again where
+        the vehicle last stood (its new answer is what moves it), or head for the start again when
+        the episode had not begun."""
         if self.session is None or self.live is None or self.live.done or self._pending is not None \
                 or self._goal is not None:
             return
         if self.live.trajectory is None:
             start = self.session.world.graph.nodes[self.session.episode.start]
             self._command(Goal(start.lat, start.lon, self.altitude_m),
-                          f"to the start of episode {self.session.episode.episode_id} (after an e-stop reset)")
+                          f"to the start of episode {self.session.episode.episode_id} (after {after})")
         elif self._last_view_set is not None:
             self._ask_or_act(self._last_view_set)
 
@@ -203,13 +228,14 @@ class LiveLoop(EpisodeLoop):
         self._publish_status()
 
     def _command(self, command: Command, reason: str, view_set_id: Optional[str] = None) -> None:
-        if self.pilot_override:  # the pilot has the vehicle: the stack sends nothing, a hold neither
+        if self.pilot_override or self.link_lost:  # not the stack's vehicle now: nothing leaves, a hold neither
             self._goal = None
             return
         if isinstance(command, Goal) and self.estop is not None and self.estop.latched:
             command, reason = HOLD, f"{self.estop.check().reason}: holding"
         self.outputs.command(command, reason, view_set_id)
         self._goal = (command, reason, view_set_id, self.clock()) if isinstance(command, Goal) else None
+        self._holding = isinstance(command, Hold)
 
     def _progress(self, status: str) -> None:
         assert self.session is not None and self.live is not None
@@ -218,7 +244,13 @@ class LiveLoop(EpisodeLoop):
                                            self.live.trajectory))
 
     def _finish(self) -> None:
+        """The episode ended: a hold, unless the last command was one (or the vehicle is not the
+        stack's: `_command` sends nothing then), so whatever ended it the vehicle is left held."""
         assert self.live is not None and self.live.trajectory is not None
+        end = self.live.trajectory.end_reason
+        if not self._holding and self.session is not None:
+            self._command(HOLD, f"{self.session.episode.episode_id} ended ({end.value if end else 'ended'}): holding")
+        self._goal = None
         self._progress("ended")
         self._pending = None
         self._complete(self.live.trajectory)

@@ -6,15 +6,18 @@ motion goals as a live benchmark episode, but with no target, so success is unkn
 result says where it ended, the path, and why: "stopped" (the policy stopped: it believes the
 need is met there), "budget" (the step budget ran out: the need was not satisfied), "cancelled"
 (a cancel or a preempting goal), "stalled" (no progress for stall_timeout_s), "estop" (the
-e-stop latched), "pilot_override" (a pilot took the vehicle: the stack then commands nothing)
-or "error" (the decision side failed). Every step gives a feedback record.
+e-stop latched), "pilot_override" (a pilot took the vehicle: the stack then commands nothing),
+"link_lost" (the vehicle bridge lost its link: the goal is forgotten, and nothing moves after the
+link returns until a new goal) or "error" (the decision side failed). Every step gives a
+feedback record. Every end but the last two leaves the vehicle held by a HOLD command.
 
 Goals are checked before anything moves, and a bad one is rejected with its reason rather than
 left to hang: an empty or over-long need, a bad step budget, a goal while another is active
 (unless it asks to preempt), a latched e-stop, no fix or a position off the street graph, a
-position outside the geofence. Cancelling ends the goal and holds the vehicle; the safety gate
-downstream still governs every motion. All public methods take one lock, so a cancel or a second
-goal from another thread (an action server's) never interleaves with a step.
+position outside the geofence, a pilot holding the vehicle or a lost link. Cancelling ends the
+goal and holds the vehicle; the safety gate downstream still governs every motion. All public
+methods take one lock, so a cancel or a second goal from another thread (an action server's)
+never interleaves with a step.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from typing import Any, Optional
 from cityseeker_ros.core.agents.policies.base import Decision
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.guidance import Guidance
-from cityseeker_ros.core.loop.live_loop import LiveLoop
+from cityseeker_ros.core.loop.live_loop import LINK_LOST, LiveLoop
 from cityseeker_ros.core.loop.run_plan import SeededEpisode
 from cityseeker_ros.core.loop.state_machine import Outputs, SupervisorStatus, ViewSet
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser
@@ -43,7 +46,7 @@ from cityseeker_ros.core.vehicles.safety.geofence import Geofence
 
 MAX_NEED_CHARS = 200  # a need is a sentence, not a document: it goes into every prompt
 MAX_BUDGET_STEPS = 1000
-OUTCOMES = ("stopped", "answered", "budget", "cancelled", "stalled", "estop", "pilot_override", "error")
+OUTCOMES = ("stopped", "answered", "budget", "cancelled", "stalled", "estop", "pilot_override", LINK_LOST, "error")
 SEEK_CATEGORY = "Seek"  # the category of a seek's episode (no benchmark category applies)
 
 
@@ -63,7 +66,8 @@ class SeekAnswer:
     """Accepted (with the goal's id) or rejected with a code and a one-line reason."""
 
     accepted: bool
-    # accepted, bad_need, bad_family, bad_budget, busy, estop, pilot_override, no_fix, off_graph, outside_geofence
+    # accepted, bad_need, bad_family, bad_budget, busy, estop, pilot_override, link_lost, no_fix, off_graph,
+    # outside_geofence
     code: str
     reason: str
     goal_id: Optional[str] = None
@@ -250,6 +254,9 @@ class SeekSession(LiveLoop):
         if self.pilot_override:
             return SeekAnswer(False, "pilot_override", "a pilot has the vehicle: give control back to the stack "
                                                        "(the vehicle bridge's ~/take_control) first")
+        if self.link_lost:
+            return SeekAnswer(False, LINK_LOST, "the vehicle bridge has lost its link to the vehicle: wait until "
+                                                "it reconnects (its ~/safety status leaves link_error)")
         if lat is None or lon is None or not (math.isfinite(lat) and math.isfinite(lon)):
             return SeekAnswer(False, "no_fix", "no position fix: the vehicle cannot be placed on the street graph")
         loc = self._make_localiser().update(lat, lon)
@@ -284,12 +291,10 @@ class SeekSession(LiveLoop):
             guidance.next_node, guidance.reason, guidance.text,
             path_length_m(self.world.graph, self.live.trajectory.path)))
 
-    def _pilot_took_over(self, message: str) -> None:
-        """The goal ends pilot_override, with no hold: the pilot has the vehicle."""
-        assert self.live is not None
-        self._ending = ("pilot_override", message)
-        self.live.abort(message)
-        self._finish()
+    def _vehicle_ended(self, outcome: str, message: str) -> None:
+        """The goal ends pilot_override or link_lost, with no hold: the vehicle is not the stack's."""
+        self._ending = (outcome, message)
+        super()._vehicle_ended(outcome, message)
 
     def _stop(self, outcome: str, message: str) -> None:
         """End the active goal from outside the loop: hold first, then the result."""

@@ -14,7 +14,7 @@ from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.loop.live_loop import LiveLoop
 from cityseeker_ros.core.loop.run_plan import RunPlan
-from cityseeker_ros.core.vehicles.safety.commands import Goal, Hold
+from cityseeker_ros.core.vehicles.safety.commands import HOLD, Goal, Hold
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.core.vehicles.sim import PolicyDecider, SimulatedWalker
 from tests.core.evaluation.test_benchmark import lines
@@ -149,3 +149,39 @@ def test_the_fields_gate_holds_the_walker_whatever_the_loop_sends(tiny_city):
     goals_after = [c for c, _, _ in rig.recorder.of("command")[sent:] if isinstance(c, Goal)]
     assert len(goals_after) >= 5, "the loop kept sending goals"
     assert rig.walker.moves == moves and rig.walker.position == where
+
+
+def test_a_link_loss_ends_the_episode_and_only_a_decision_after_the_return_moves(tiny_city):
+    """The fault as found: after a link loss the loop's one-second goal repeat sent the goal from
+    before the loss again once the link was back, with no new decision. Now the loss (the
+    bridge's link_error, once it had a link) ends the episode as an error naming it, nothing
+    leaves while it lasts, and after the return the next episode's start is sent as a decision
+    made then; the goal under way at the loss never leaves again."""
+    config = BenchmarkConfig(data=str(tiny_city), policy="forward", limit=2, max_steps=6)
+    rig = live_rig(config, speed_m_s=0.5, stall_timeout_s=600.0)
+    rig.loop.start()
+    rig.loop.vehicle_status("ok", "holding")
+    while len([c for c, _, _ in rig.recorder.of("command") if isinstance(c, Goal)]) < 2:
+        rig.step()  # the first step's goal is under way (walking at 0.5 m/s: 40 s a hop)
+        assert rig.clock.t < 1200
+    pre_loss = [v for v in rig.recorder.of("command") if isinstance(v[0], Goal)][-1]
+    lost_reason = "no vehicle state for 0.6 s (link_timeout_s 0.5 s); holding"
+    rig.loop.vehicle_status("link_error", lost_reason)
+    rig.walker.command(HOLD)  # the bridge held it as the link went
+    lost = len(rig.recorder.events)
+    for _ in range(100):  # 5 s without a link, the bridge republishing its status
+        rig.step()
+        rig.loop.vehicle_status("link_error", lost_reason)
+    assert [v for k, v in rig.recorder.events[lost:] if k == "command"] == []
+    [record] = rig.recorder.of("outcome")
+    assert record["end_reason"] == "error" and record["error"] == f"link_lost: {lost_reason}"
+    rig.loop.vehicle_status("ok", "holding: nothing moves until a decision made after the reconnect")
+    back = len(rig.recorder.events)
+    for _ in range(40):
+        rig.step()
+    after = [v for k, v in rig.recorder.events[back:] if k == "command"]
+    # The first motion is a new decision: the next episode's start, sent again after the return, or
+    # the answer about a view set of that episode, asked after the loss.
+    asked_since_loss = {v[0].view_set_id for k, v in rig.recorder.events[lost:] if k == "ask"}
+    assert after and (after[0][1].endswith("(after a link return)") or after[0][2] in asked_since_loss), after
+    assert all(v[2] != pre_loss[2] for v in after), after  # nothing decided on the pre-loss view set again

@@ -140,7 +140,7 @@ def test_a_need_it_cannot_satisfy_ends_at_the_budget_saying_so(tiny_world):
     assert [f.step for f in feedback] == [0, 1, 2, 3] and all(f.goal_id == "seek-1" for f in feedback)
     assert all(f.action == "move" and f.next_node and f.guidance for f in feedback)
     assert [f.distance_m for f in feedback] == pytest.approx([0.0, 20.0, 40.0, 60.0], abs=0.5)
-    assert isinstance(rig.recorder.of("command")[-1][0], Goal)  # the walk's last goal; the budget needs no hold
+    assert isinstance(rig.recorder.of("command")[-1][0], Hold)  # a spent budget holds too (test_seek_ends.py)
     assert session.status().state == "finished" and session.active is None
 
 

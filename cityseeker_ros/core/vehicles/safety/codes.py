@@ -18,6 +18,8 @@ class SafetyCode(str, Enum):
     BELOW_MIN_ALTITUDE = "below_min_altitude"  # a goal under the floor (below ground)
     INVALID_COMMAND = "invalid_command"  # NaN/inf or an unknown command type
     RESET_REFUSED = "reset_refused"  # e-stop reset while a trigger is still asserted
+    BAD_FRAME = "bad_frame"  # a velocity in a frame other than ENU: refused, not flown as ENU
+    STALE_COMMAND = "stale_command"  # a command stamped too long ago (or ahead): refused, not flown as new
 
 
 @dataclass(frozen=True)
