@@ -164,7 +164,6 @@ class Authority:
         self.state = S.DISCONNECTED
         self.heard = 0  # the newest decision number heard
         self.stop_seq = 0  # decisions numbered up to this one were made before the last stop
-        self.connected_once = False
         self.history: list[Step] = []
 
     def hear(self) -> int:
@@ -199,12 +198,9 @@ class Authority:
         send = None
         if after is not before or (event in RESEND_EVENTS and target == END):
             send = self.entry_send(after)
-        first_connect = before is S.DISCONNECTED and not self.connected_once
-        if after not in (S.COMMANDING, S.STARTING) and (after is not before or send is not None) \
-                and not first_connect:  # a stop: nothing decided before it moves the vehicle again
+        if after not in (S.COMMANDING, S.STARTING) and (after is not before or send is not None):
+            # a stop (the first connect's hold included): nothing decided before it moves the vehicle again
             self.stop_seq = max(self.stop_seq, self.heard if asked_at is None else asked_at)
-        if before is S.DISCONNECTED and after is not S.DISCONNECTED:
-            self.connected_once = True
         self.state = after
         return self._record(Step(event, before, after, send))
 

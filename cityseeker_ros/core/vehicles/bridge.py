@@ -252,7 +252,8 @@ class VehicleBridge:
             check = self.gate.estop.reset()
             if check.ok:
                 self._reset_at = self.authority.heard
-        self._wake.set()
+        if check.ok:
+            self._tick_now()
         return check
 
     def return_to_launch(self) -> None:
@@ -283,7 +284,19 @@ class VehicleBridge:
     def _request(self, name: str) -> None:
         with self._gate_lock, self._lock:
             setattr(self, name, self.authority.heard)
-        self._wake.set()
+        self._tick_now()
+
+    def _tick_now(self) -> None:
+        """An operator's request takes effect before the call returns (its stop is on the wire), so
+        a decision sent after the call is one made after that stop, as the vehicle sees it too; a
+        stalled safety thread leaves it to the next tick."""
+        if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
+            try:
+                self._locked_tick(self.clock())
+            finally:
+                self._tick_lock.release()
+        else:
+            self._wake.set()
 
     # -- what the outside reads (never blocks on the link) ----------------------------------------
 
@@ -400,14 +413,17 @@ class VehicleBridge:
         order, what it says done, and the status. Called by the safety thread; callable from
         another (serialised)."""
         with self._tick_lock:
-            status = self._tick(self.clock() if now is None else now)
-            with self._lock:
-                if self._fence_note is not None and status.code != LINK_ERROR:
-                    status = BridgeStatus(status.moving, status.code, f"{status.reason}; {self._fence_note}",
-                                          status.estop, status.connected)
-                self._status = status
-            self._last_tick = time.monotonic()
-            return status
+            return self._locked_tick(self.clock() if now is None else now)
+
+    def _locked_tick(self, now: float) -> BridgeStatus:
+        status = self._tick(now)
+        with self._lock:
+            if self._fence_note is not None and status.code != LINK_ERROR:
+                status = BridgeStatus(status.moving, status.code, f"{status.reason}; {self._fence_note}",
+                                      status.estop, status.connected)
+            self._status = status
+        self._last_tick = time.monotonic()
+        return status
 
     def _tick(self, now: float) -> BridgeStatus:
         authority = self.authority
@@ -518,8 +534,8 @@ class VehicleBridge:
             elif authority.is_fresh(seq):
                 self._event(Event.DECISION, seq)
             return
-        if not authority.is_fresh(seq):
-            return
+        if not authority.is_fresh(seq) or self.gate.estop.latched:  # an e-stop that came during this tick
+            return                                                    # is fed on the next one, first
         failed = self._start_failed
         if failed is not None and failed[0] == seq:  # a refused flying start is not retried for this decision
             return

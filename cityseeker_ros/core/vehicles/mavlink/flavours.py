@@ -32,7 +32,14 @@ class Flavour:
     land_mode: str
     rtl_mode: str
     takeoff_mode: Optional[str]  # the mode a takeoff command needs first (None: the command switches itself)
+    takeoff_shows: str  # the mode the vehicle reports while it climbs after MAV_CMD_NAV_TAKEOFF
     needs_stream: bool  # the control mode is refused without setpoints already streaming
+    # Modes the autopilot moves on to by itself once the asked one is done (PX4's takeoff ends in a
+    # loiter, a return ends in a landing): not a pilot's doing, so not foreign.
+    successors: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # SET_POSITION_TARGET_GLOBAL_INT with both position and velocity set: the velocity is flown as a
+    # feed-forward (PX4 offboard; ArduCopter GUIDED since 4.1, type mask 0x0DC0).
+    position_feedforward: bool = True
     param_types: dict[str, str] = field(default_factory=dict)  # parameters this stack sets: name -> INT/REAL
     int_param_type: int = mavlink.MAV_PARAM_TYPE_INT32
     bytewise_params: bool = False  # integers travel as their bytes in the float (PX4), else cast (ArduPilot)
@@ -102,7 +109,8 @@ PX4 = Flavour(
            "AUTO.FOLLOW_TARGET": _px4_mode(4, 8), "AUTO.PRECLAND": _px4_mode(4, 9), "ACRO": _px4_mode(5),
            "OFFBOARD": _px4_mode(6), "STABILIZED": _px4_mode(7)},
     control_mode="OFFBOARD", hold_mode="AUTO.LOITER", land_mode="AUTO.LAND", rtl_mode="AUTO.RTL",
-    takeoff_mode=None, needs_stream=True,
+    takeoff_mode=None, takeoff_shows="AUTO.TAKEOFF", needs_stream=True,
+    successors={"AUTO.TAKEOFF": ("AUTO.LOITER",), "AUTO.RTL": ("AUTO.LAND",)},
     param_types={"GF_ACTION": INT, "GF_MAX_VER_DIST": REAL, "COM_OBL_RC_ACT": INT, "COM_OF_LOSS_T": REAL},
     int_param_type=mavlink.MAV_PARAM_TYPE_INT32, bytewise_params=True,
     # GF_ACTION: 0 none, 1 warning, 2 hold, 3 return, 4 terminate, 5 land
@@ -118,7 +126,8 @@ ARDUPILOT = Flavour(
            "LAND": 9, "DRIFT": 11, "SPORT": 13, "FLIP": 14, "AUTOTUNE": 15, "POSHOLD": 16, "BRAKE": 17,
            "THROW": 18, "AVOID_ADSB": 19, "GUIDED_NOGPS": 20, "SMART_RTL": 21},
     control_mode="GUIDED", hold_mode="BRAKE", land_mode="LAND", rtl_mode="RTL",
-    takeoff_mode="GUIDED", needs_stream=False,
+    takeoff_mode="GUIDED", takeoff_shows="GUIDED", needs_stream=False,
+    successors={"RTL": ("LAND",)},
     param_types={"FENCE_ACTION": INT, "FENCE_ALT_MAX": REAL, "FENCE_ENABLE": INT, "FENCE_TYPE": INT,
                  "FS_GCS_ENABLE": INT},
     int_param_type=mavlink.MAV_PARAM_TYPE_INT8, bytewise_params=False,

@@ -8,6 +8,24 @@
   new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
 - hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
   ArduPilot BRAKE / LAND / RTL); they give control back to the autopilot.
+- `VehicleState.foreign_mode`, in every state, not only while commanding: the link remembers the
+  mode it last asked for (take_control: the control mode; hold, land, return: their modes; takeoff:
+  PX4's AUTO.TAKEOFF, ArduPilot's GUIDED; arming asks for none). An armed vehicle reporting any other
+  mode is in a foreign mode, except the autopilot's own next step (`Flavour.successors`: PX4
+  AUTO.TAKEOFF -> AUTO.LOITER, AUTO.RTL -> AUTO.LAND; ArduPilot RTL -> LAND) and, while a request is
+  pending (its mode not yet shown, and less than `settle_s` since it: every try of the command plus
+  one 1 Hz heartbeat period), the mode the vehicle was in when it was asked. Before the stack asked
+  for any mode, an armed vehicle in anything but the hold mode is foreign (a pilot flies it); arming
+  it from the ground counts as asking for the mode it arms in. It is sticky: only `take_control()`
+  or a hold, land or return clears it, and meanwhile go_to, velocity, takeoff and arm raise
+  `PilotOverride` and `_send_motion` sends nothing, so a late call from an old job never switches the
+  vehicle back. What was asked survives a link loss and a reconnect of the same link, so a pilot's
+  switch made while the link was down shows when it returns.
+- `go_to` with a speed flies a carrot: position targets along the straight line from where the
+  vehicle was at the call, advancing at that speed (in three dimensions, so a climb is no faster
+  either), each with the carrot's velocity as a feed-forward where the flavour takes one, resent at
+  the stream's rate and ending at the goal. MAV_CMD_DO_CHANGE_SPEED still goes out first, but the
+  speed no longer depends on the autopilot honouring it.
 - `link_lost` is true when nothing at all came from the vehicle for `link_loss_s` (0.6 s, so the
   bridge reports a loss within 1 s; telemetry streams at several messages a second). Both
   autopilots send HEARTBEAT at only 1 Hz, so a one-second heartbeat limit would flap on a healthy
@@ -65,6 +83,8 @@ _IGNORE_YAW, _IGNORE_YAW_RATE = 1024, 2048
 STREAMS_HZ = {"GLOBAL_POSITION_INT": 10.0, "ATTITUDE": 10.0, "SYS_STATUS": 1.0}
 RELEASED, HELD, OVERRIDDEN = "released", "held", "overridden"
 _SETPOINTS = frozenset({"SET_POSITION_TARGET_GLOBAL_INT", "SET_POSITION_TARGET_LOCAL_NED"})  # sent only while HELD
+HEARTBEAT_PERIOD_S = 1.0  # both autopilots' HEARTBEAT rate: a mode change may show this late
+M_PER_DEG = 6378137.0 * math.pi / 180.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +103,43 @@ class VelocitySetpoint:
     yaw_rate_deg_s: float  # ENU: positive counter-clockwise
 
 
-Setpoint = Union[PositionSetpoint, VelocitySetpoint]
+@dataclass(frozen=True)
+class PathSetpoint:
+    """A carrot: a point that leaves `start` at `started` (monotonic) and moves at `speed_m_s` along the
+    straight line to `goal` (horizontal and vertical together), stopping there."""
+
+    start: tuple[float, float, float]  # lat, lon, alt above home
+    goal: PositionSetpoint
+    speed_m_s: float
+    started: float
+
+    def at(self, now: float) -> tuple[PositionSetpoint, tuple[float, float, float]]:
+        """Where the carrot is at `now`, and its velocity (m/s east, north, up; zero once there)."""
+        lat0, lon0, alt0 = self.start
+        east = (self.goal.lon - lon0) * M_PER_DEG * math.cos(math.radians(lat0))
+        north, up = (self.goal.lat - lat0) * M_PER_DEG, self.goal.alt_m - alt0
+        length = math.sqrt(east * east + north * north + up * up)
+        travelled = self.speed_m_s * max(now - self.started, 0.0)
+        if travelled >= length or length < 1e-6:
+            return self.goal, (0.0, 0.0, 0.0)
+        f = travelled / length
+        point = PositionSetpoint(lat0 + f * (self.goal.lat - lat0), lon0 + f * (self.goal.lon - lon0),
+                                 alt0 + f * up, self.goal.heading_deg)
+        k = self.speed_m_s / length
+        return point, (east * k, north * k, up * k)
+
+
+@dataclass
+class _ModeRequest:
+    """The mode the stack last asked for, and what was there when it asked."""
+
+    mode: str
+    before: str  # the mode the vehicle showed when asked
+    at: float  # monotonic
+    shown: bool = False  # a heartbeat has shown `mode` since
+
+
+Setpoint = Union[PositionSetpoint, VelocitySetpoint, PathSetpoint]
 
 
 class MavlinkLink(VehicleLink):
@@ -112,6 +168,10 @@ class MavlinkLink(VehicleLink):
         self._control = RELEASED
         self._confirmed = False  # a heartbeat has shown the control mode since take_control()
         self._override_reason: Optional[str] = None
+        # foreign_mode's bookkeeping, under _motion_lock (module docstring); kept across reconnects
+        self.settle_s = command_timeout_s * (command_retries + 1) + HEARTBEAT_PERIOD_S
+        self._asked: Optional[_ModeRequest] = None
+        self._foreign: Optional[str] = None  # the mode the vehicle is in, while it is foreign (sticky)
         self._streamer: Optional[SetpointStreamer[Setpoint]] = None
         self.motion_sent = 0
         self.report: Optional[ConnectReport] = None
@@ -194,7 +254,7 @@ class MavlinkLink(VehicleLink):
     # -- telemetry -------------------------------------------------------------------------------------
     def state(self) -> VehicleState:
         conn = self._require_conn()
-        latest, heartbeat_t, message_t, held = conn.snapshot_with(self._holds_control)
+        latest, heartbeat_t, message_t, (held, foreign) = conn.snapshot_with(self._control_probe)
         now = time.monotonic()
         heartbeat, position = latest.get("HEARTBEAT"), latest.get("GLOBAL_POSITION_INT")
         attitude, status = latest.get("ATTITUDE"), latest.get("SYS_STATUS")
@@ -221,11 +281,11 @@ class MavlinkLink(VehicleLink):
             armed=bool(heartbeat is not None and heartbeat.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED),
             mode=mode, in_control=in_control, battery_fraction=battery, autopilot_time_s=clock,
             heartbeat_age_s=now - heartbeat_t if heartbeat_t is not None else math.inf,
-            link_lost=self._lost(now, heartbeat_t, message_t))
+            link_lost=self._lost(now, heartbeat_t, message_t), foreign_mode=foreign)
 
-    def _holds_control(self) -> bool:
+    def _control_probe(self) -> tuple[bool, Optional[str]]:
         with self._motion_lock:
-            return self._control == HELD
+            return self._control == HELD, self._foreign
 
     @property
     def link_lost(self) -> bool:
@@ -247,20 +307,28 @@ class MavlinkLink(VehicleLink):
     def override_reason(self) -> Optional[str]:
         return self._override_reason
 
+    @property
+    def foreign_mode(self) -> Optional[str]:
+        with self._motion_lock:
+            return self._foreign
+
     def _on_message(self, msg: Message) -> None:
-        """On the reader thread, under the connection's lock: notice the autopilot leaving the control
-        mode by itself. Never blocks (nothing here waits for the connection's lock)."""
+        """On the reader thread, under the connection's lock: judge each heartbeat's mode (foreign or
+        not), and notice the autopilot leaving the control mode by itself. Never blocks (nothing here
+        waits for the connection's lock)."""
         if msg.get_type() != "HEARTBEAT" or self._flavour is None:
             return
         mode = self._flavour.mode_name(msg.custom_mode)
+        armed = bool(msg.base_mode & mavlink.MAV_MODE_FLAG_SAFETY_ARMED)
         streamer = None
         with self._motion_lock:
+            became_foreign = self._judge_mode(mode, armed, time.monotonic())
             if self._control != HELD:
                 return
             if mode == self._flavour.control_mode:
                 self._confirmed = True
                 return
-            if not self._confirmed:
+            if not self._confirmed and not became_foreign:
                 return  # a heartbeat sent before our mode change took effect
             self._control = OVERRIDDEN
             self._override_reason = (f"the autopilot left {self._flavour.control_mode} for {mode} by itself "
@@ -269,12 +337,68 @@ class MavlinkLink(VehicleLink):
         if streamer is not None:
             streamer.stop(self._override_reason, wait=False)  # _send_motion already refuses its next send
 
+    def _judge_mode(self, mode: str, armed: bool, now: float) -> bool:
+        """Under _motion_lock: update foreign_mode for a heartbeat showing `mode`; True when it has just
+        become foreign (the rules are in the module docstring)."""
+        flavour, asked = self.flavour, self._asked
+        if asked is not None and mode == asked.mode:
+            asked.shown = True
+        if self._foreign is not None:
+            self._foreign = mode  # sticky: it names the mode the vehicle is in now
+            return False
+        if not armed:
+            return False
+        if asked is None:
+            foreign = mode != flavour.hold_mode
+        else:
+            allowed = {asked.mode, *flavour.successors.get(asked.mode, ())}
+            if not asked.shown and now - asked.at <= self.settle_s:
+                allowed.add(asked.before)
+            foreign = mode not in allowed
+        if foreign:
+            self._foreign = mode
+        return foreign
+
+    def _ask_for(self, mode: str, clears: bool = False) -> Optional[_ModeRequest]:
+        """Note `mode` as asked for before the request leaves (so its own heartbeat is never foreign);
+        `clears` (hold, land, return: a stop from the owner) ends a foreign mode, anything else
+        (take_control included) is refused in one. Returns what was asked before, for `_unask` when the request fails."""
+        shown = self._shown_mode()  # the connection's lock, never taken while holding _motion_lock
+        with self._motion_lock:
+            return self._note_request(mode, shown, clears)
+
+    def _note_request(self, mode: str, shown: str, clears: bool) -> Optional[_ModeRequest]:
+        """`_ask_for` for a caller that holds _motion_lock (and read `shown` before taking it)."""
+        if self._foreign is not None and not clears:
+            raise PilotOverride(self._refusal())
+        old, self._asked = self._asked, _ModeRequest(mode, shown, time.monotonic())
+        if clears:
+            self._foreign = None
+        return old
+
+    def _unask(self, old: Optional[_ModeRequest], mine: Optional[_ModeRequest] = None) -> None:
+        """A request failed: the vehicle stays where it was, so the earlier request is what counts."""
+        with self._motion_lock:
+            if mine is None or self._asked is mine:
+                self._asked = old
+
+    def _shown_mode(self) -> str:
+        heartbeat = self._require_conn().snapshot()[0].get("HEARTBEAT")
+        return self.flavour.mode_name(heartbeat.custom_mode) if heartbeat is not None else "unknown"
+
+    def _refusal(self) -> str:
+        """Under _motion_lock: why no motion may leave now (override or foreign mode)."""
+        if self._control == OVERRIDDEN and self._override_reason:
+            return self._override_reason
+        return (f"the vehicle is in {self._foreign}, a mode the stack did not ask for (a pilot's switch or the "
+                "autopilot's own failsafe); motion refused until take_control()")
+
     # -- the one gated send ----------------------------------------------------------------------------
     def _send_motion(self, msg: Message) -> None:
         """Every motion-related message leaves here: setpoints, arming, takeoff, mode and speed changes."""
         with self._motion_lock:
-            if self._control == OVERRIDDEN:
-                raise PilotOverride(self._override_reason or "a pilot took over")
+            if self._control == OVERRIDDEN or self._foreign is not None:
+                raise PilotOverride(self._refusal())
             if msg.get_type() in _SETPOINTS and self._control != HELD:
                 raise LinkError("setpoint not sent: the link released control (a hold, land or return)")
             self._check_current()
@@ -297,6 +421,15 @@ class MavlinkLink(VehicleLink):
         self._command(f"{self.flavour.name} mode {mode}", mavlink.MAV_CMD_DO_SET_MODE,
                       self.flavour.set_mode_params(mode))
 
+    def _ask_and_set_mode(self, mode: str, clears: bool = False) -> None:
+        old = self._ask_for(mode, clears)
+        mine = self._asked
+        try:
+            self._set_mode(mode)
+        except BaseException:
+            self._unask(old, mine)
+            raise
+
     def _await_mode(self, mode: str) -> str:
         """Wait (as long as a command may take) for a heartbeat showing `mode`; the mode last shown.
         A superseded call stops waiting at once (a hold may have changed the mode before any heartbeat)."""
@@ -315,12 +448,25 @@ class MavlinkLink(VehicleLink):
 
     def _check_not_overridden(self) -> None:
         with self._motion_lock:
-            if self._control == OVERRIDDEN:
-                raise PilotOverride(self._override_reason or "a pilot took over")
+            if self._control == OVERRIDDEN or self._foreign is not None:
+                raise PilotOverride(self._refusal())
 
     # -- arming, takeoff, control ------------------------------------------------------------------------
     def arm(self) -> None:
-        self._command("arming", mavlink.MAV_CMD_COMPONENT_ARM_DISARM, [1.0])
+        """Arms in the mode the vehicle is in. Arming it before the stack asked for any mode counts as
+        asking for that one: the stack put the vehicle there, no pilot."""
+        self._check_not_overridden()
+        shown = self._shown_mode()
+        with self._motion_lock:
+            adopted = _ModeRequest(shown, shown, time.monotonic(), shown=True) if self._asked is None else None
+            if adopted is not None:
+                self._asked = adopted
+        try:
+            self._command("arming", mavlink.MAV_CMD_COMPONENT_ARM_DISARM, [1.0])
+        except BaseException:
+            if adopted is not None:
+                self._unask(None, adopted)
+            raise
 
     def takeoff(self, alt_m: Optional[float] = None, timeout_s: float = 30.0) -> None:
         alt = self.takeoff_alt_m if alt_m is None else float(alt_m)
@@ -329,12 +475,18 @@ class MavlinkLink(VehicleLink):
         self._check_not_overridden()
         flavour = self.flavour
         if flavour.takeoff_mode is not None:
-            self._set_mode(flavour.takeoff_mode)
+            self._ask_and_set_mode(flavour.takeoff_mode)
         position = self._position("takeoff")
         home_amsl = (position.alt - position.relative_alt) / 1000.0
         unset = math.nan if flavour.name == "px4" else 0.0  # PX4: NaN means "here" and "current yaw"
-        self._command(f"takeoff to {alt:g} m", mavlink.MAV_CMD_NAV_TAKEOFF,
-                      [0.0, 0.0, 0.0, unset, unset, unset, flavour.takeoff_param7(alt, home_amsl)])
+        old = self._ask_for(flavour.takeoff_shows)  # PX4 enters AUTO.TAKEOFF on the command itself
+        mine = self._asked
+        try:
+            self._command(f"takeoff to {alt:g} m", mavlink.MAV_CMD_NAV_TAKEOFF,
+                          [0.0, 0.0, 0.0, unset, unset, unset, flavour.takeoff_param7(alt, home_amsl)])
+        except BaseException:
+            self._unask(old, mine)
+            raise
         if timeout_s <= 0:
             return
         deadline = time.monotonic() + timeout_s
@@ -342,6 +494,10 @@ class MavlinkLink(VehicleLink):
             state = self.state()
             if (state.alt_m or 0.0) >= alt - max(0.5, 0.05 * alt) and state.mode != "AUTO.TAKEOFF":
                 return
+            if state.foreign_mode is not None:  # a pilot took it during the climb
+                raise PilotOverride(f"takeoff: at {state.alt_m or 0.0:.1f} m of {alt:g} m the vehicle went to "
+                                    f"{state.foreign_mode}, a mode the stack did not ask for; motion refused "
+                                    "until take_control()")
             if not motion_allowed():  # a hold came during the climb: it has the vehicle now
                 raise LinkError(f"takeoff: superseded by a hold at {state.alt_m or 0.0:.1f} m of {alt:g} m")
             if time.monotonic() > deadline:
@@ -356,14 +512,19 @@ class MavlinkLink(VehicleLink):
 
     def take_control(self) -> None:
         """Stream a hold-here setpoint, then enter the control mode (PX4 refuses OFFBOARD without a
-        stream). Clears a pilot override: the one way back after it."""
+        stream). Refused (PilotOverride) in a foreign mode: a late call must never switch the vehicle
+        back from a pilot. The way back is an explicit stop (the operator's take-control makes the
+        bridge hold first), which ends the foreign mode; this then enters the control mode."""
         flavour = self.flavour
         here = self._here()
         old = self._streamer
         if old is not None:
             old.stop("take_control() started a new stream")
+        shown = self._shown_mode()
         with self._motion_lock:
             self._check_current()  # a hold that came first keeps the vehicle: no stream, no mode change
+            asked_before = self._note_request(flavour.control_mode, shown, clears=False)
+            mine = self._asked
             self._control, self._confirmed, self._override_reason = HELD, False, None
             streamer: SetpointStreamer[Setpoint] = SetpointStreamer(
                 self._send_setpoint, here, self.setpoint_hz, self.keepalive_s, name=f"{flavour.name} setpoint")
@@ -375,7 +536,7 @@ class MavlinkLink(VehicleLink):
                     deadline = time.monotonic() + self.prestream_s
                     while time.monotonic() < deadline and motion_allowed():
                         time.sleep(0.01)
-            self._set_mode(flavour.control_mode)
+            self._set_mode(flavour.control_mode)  # asked for above, before the stream's first setpoint
             shown = self._await_mode(flavour.control_mode)
             if shown != flavour.control_mode:
                 raise LinkError(f"{flavour.name} accepted {flavour.control_mode} but its heartbeat still shows "
@@ -388,6 +549,7 @@ class MavlinkLink(VehicleLink):
                 if self._control == HELD:
                     self._control = RELEASED
             streamer.stop("take_control() failed")
+            self._unask(asked_before, mine)
             raise
 
     def keepalive(self) -> None:
@@ -417,8 +579,8 @@ class MavlinkLink(VehicleLink):
 
     def _require_control(self, what: str) -> SetpointStreamer[Setpoint]:
         with self._motion_lock:  # never calls into the connection while held (its reader takes this lock)
-            if self._control == OVERRIDDEN:
-                raise PilotOverride(self._override_reason or "a pilot took over")
+            if self._control == OVERRIDDEN or self._foreign is not None:
+                raise PilotOverride(self._refusal())
             streamer = self._streamer if self._control == HELD else None
         if streamer is None:
             raise LinkError(f"{what}: the link does not hold control (vehicle in {self.state().mode}); "
@@ -431,12 +593,17 @@ class MavlinkLink(VehicleLink):
         values = [lat, lon, alt_m] + [v for v in (heading_deg, speed_m_s) if v is not None]
         if not all(math.isfinite(v) for v in values) or abs(lat) > 90 or abs(lon) > 180:
             raise LinkError(f"go_to: not a position: {lat}, {lon}, {alt_m} m, heading {heading_deg}")
+        if speed_m_s is not None and speed_m_s <= 0:
+            raise LinkError(f"go_to: speed must be positive; got {speed_m_s}")
         streamer = self._require_control("go_to")
+        goal = PositionSetpoint(float(lat), float(lon), float(alt_m), heading_deg)
+        setpoint: Setpoint = goal
         if speed_m_s is not None:
-            if speed_m_s <= 0:
-                raise LinkError(f"go_to: speed must be positive; got {speed_m_s}")
             self._command(f"speed {speed_m_s:g} m/s", mavlink.MAV_CMD_DO_CHANGE_SPEED, [1.0, speed_m_s, -1.0])
-        setpoint = PositionSetpoint(float(lat), float(lon), float(alt_m), heading_deg)
+            here = self.state()  # after the command: the carrot starts where the vehicle is now
+            if here.position_known:
+                setpoint = PathSetpoint((here.lat, here.lon, here.alt_m), goal,  # type: ignore[arg-type]
+                                        float(speed_m_s), time.monotonic())
         self._check_current()
         streamer.set(setpoint)
         self._send_setpoint(setpoint)
@@ -454,8 +621,14 @@ class MavlinkLink(VehicleLink):
     def _send_setpoint(self, setpoint: Setpoint) -> None:
         system, component = self._require_conn().target or (0, 0)
         boot_ms = int((time.monotonic() - self._started) * 1000) & 0xFFFFFFFF
-        if isinstance(setpoint, PositionSetpoint):
-            mask = _IGNORE_VELOCITY | _IGNORE_ACCEL | _IGNORE_YAW_RATE
+        if isinstance(setpoint, (PositionSetpoint, PathSetpoint)):
+            velocity: Optional[tuple[float, float, float]] = None
+            if isinstance(setpoint, PathSetpoint):
+                setpoint, velocity = setpoint.at(time.monotonic())
+                if not self.flavour.position_feedforward:
+                    velocity = None
+            mask = _IGNORE_ACCEL | _IGNORE_YAW_RATE | (_IGNORE_VELOCITY if velocity is None else 0)
+            east, north, up = velocity or (0.0, 0.0, 0.0)
             yaw = 0.0
             if setpoint.heading_deg is None:
                 mask |= _IGNORE_YAW
@@ -464,7 +637,7 @@ class MavlinkLink(VehicleLink):
             msg = mavlink.MAVLink_set_position_target_global_int_message(
                 boot_ms, system, component, mavlink.MAV_FRAME_GLOBAL_RELATIVE_ALT_INT, mask,
                 int(round(setpoint.lat * 1e7)), int(round(setpoint.lon * 1e7)), setpoint.alt_m,
-                0, 0, 0, 0, 0, 0, yaw, 0)
+                north, east, -up, 0, 0, 0, yaw, 0)
         else:
             msg = mavlink.MAVLink_set_position_target_local_ned_message(
                 boot_ms, system, component, mavlink.MAV_FRAME_LOCAL_NED, _IGNORE_POSITION | _IGNORE_ACCEL | _IGNORE_YAW,
@@ -485,17 +658,22 @@ class MavlinkLink(VehicleLink):
         """Hand the vehicle to one of the autopilot's own modes. Control is released before the mode
         change goes out, so no setpoint follows it (the stream's next send is refused and it stops);
         if the change is lost, the command's own retry comes well within PX4's offboard-loss time
-        (COM_OF_LOSS_T, 1 s), whose failsafe would stop the vehicle anyway."""
+        (COM_OF_LOSS_T, 1 s), whose failsafe would stop the vehicle anyway. An explicit stop from the
+        owner: it goes out in a foreign mode too, and ends it (the owner decides when to stop a pilot;
+        the bridge's authority machine never does without an operator's take-control)."""
+        shown = self._shown_mode()
         with self._motion_lock:
-            if self._control == OVERRIDDEN:
-                raise PilotOverride(self._override_reason or "a pilot took over")
+            asked_before = self._note_request(mode, shown, clears=True)
+            mine = self._asked
             before, self._control = self._control, RELEASED  # our own switch is not an override
+            reason, self._override_reason = self._override_reason, None
         try:
             self._set_mode(mode)
         except BaseException:
             with self._motion_lock:
                 if self._control == RELEASED:
-                    self._control = before
+                    self._control, self._override_reason = before, reason
+            self._unask(asked_before, mine)
             raise
         streamer = self._streamer
         if streamer is not None:

@@ -4,6 +4,7 @@ encoding (PX4 puts an integer's bytes in the float, ArduPilot casts)."""
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from pymavlink.dialects.v20 import ardupilotmega as mavlink
 
@@ -24,6 +25,7 @@ def set_param(conn: MavlinkConnection, flavour: Flavour, name: str, value: float
               retries: int) -> float:
     system, component = _target(conn)
     wire, param_type = flavour.encode_param(name, value)
+    kept: Optional[float] = None  # what the vehicle echoed instead, if it echoed at all
     with conn.inbox("PARAM_VALUE") as box:
         for _ in range(retries + 1):
             conn.send(mavlink.MAVLink_param_set_message(system, component, _id(name), wire, param_type))
@@ -32,9 +34,12 @@ def set_param(conn: MavlinkConnection, flavour: Flavour, name: str, value: float
                 got = flavour.decode_param(echo.param_value, echo.param_type)
                 if _same(got, value):
                     return got
+                kept = got
                 echo = box.wait(lambda m: m.param_id == name, timeout_s)  # an older echo; the next may agree
-    raise LinkError(f"{flavour.name} did not confirm parameter {name} = {value:g} after {retries + 1} tries; "
-                    "does this firmware have it?")
+    if kept is not None:
+        raise LinkError(f"{flavour.name} kept {name} = {kept:g} after {retries + 1} tries of setting it to {value:g}")
+    raise LinkError(f"{flavour.name} did not answer PARAM_SET {name} = {value:g} with PARAM_VALUE after "
+                    f"{retries + 1} tries: the stack confirms every parameter it sets (does this firmware have it?)")
 
 
 def get_param(conn: MavlinkConnection, flavour: Flavour, name: str, timeout_s: float, retries: int) -> float:

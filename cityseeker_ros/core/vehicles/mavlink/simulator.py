@@ -18,13 +18,50 @@ depends on them:
 - fence items through the mission protocol (MAV_MISSION_TYPE_FENCE) up and down, the fence parameters,
   and a breach action when the vehicle leaves the polygon or its ceiling;
 - a few parameters with each flavour's value encoding (PX4 integers bytewise, ArduPilot cast);
-- for tests: `rc_mode_switch()` (a pilot's mode switch), `drop` (a fraction of datagrams lost each
-  way), `stop_answering()`, and counts of what it received.
+- position targets flown like a position controller: towards the latest target at the vehicle's own
+  cruise speed, with the target's velocity (when the setpoint carries one) as a feed-forward; a
+  stream of targets that advances along a path (a carrot) is followed at the carrot's pace;
+- for tests: `drop` (a fraction of datagrams lost each way), `stop_answering()`, counts of what it
+  received, and `track` (its own position at each GLOBAL_POSITION_INT it sent: what a test computes
+  the flown speed from).
+
+Switches and adversarial knobs, each settable in the constructor / on the command line, and (the
+knobs) at run time from Python (`sim.<method>(...)`, the simulator running in-process on a thread, as
+the tests run it) or as a text line through `control(line)`, which the command line serves on a UDP
+port (`--control-port`, answer "ok ..." or "error: ...") and on stdin (`--control-stdin`);
+`send_control(port, line)` sends one from Python:
+
+- `cruise_m_s` / `--cruise-speed M_S` / `cruise_speed M_S`: the vehicle's own cruise speed, what it
+  flies a position target at unless DO_CHANGE_SPEED changed it;
+- `ignore_speed_change` / `--ignore-speed-change` / `ignore_speed_change on|off`: MAV_CMD_DO_CHANGE_SPEED
+  is acknowledged (ACCEPTED) but ignored, so the vehicle keeps its own cruise speed (a vehicle that
+  does not honour the stack's speed limit);
+- `param_echo` / `--no-param-echo` / `param_echo on|off`: PARAM_SET is stored but not answered with
+  PARAM_VALUE (the stack then cannot confirm its fence parameters and must refuse to fly);
+- `ignore(what, ack=True)` / `--ignore WHAT[:noack]` / `ignore WHAT [ack|noack]`: a command (a
+  MAV_CMD_* name or number) or a message type (e.g. SET_POSITION_TARGET_GLOBAL_INT) is counted as
+  received and never acted on; an ignored command is still acknowledged ACCEPTED with ack, and not
+  answered at all without; an ignored PARAM_SET with ack is echoed with the unchanged value; other
+  message types have no answer to give. `heed(what)` undoes it;
+- `ack_delay_s` / `--ack-delay S` / `ack_delay S`: every answer to a received message (COMMAND_ACK,
+  STATUSTEXT reasons, PARAM_VALUE, mission replies) leaves this late, in order; the effect itself
+  (a mode change, arming) is immediate, as over a slow radio;
+- `mode_switch(mode, after_s=0.0)` / `mode_switch MODE [AFTER_S]`: the pilot's RC mode switch (or the
+  autopilot changing mode by itself), now or after `after_s` seconds; `rc_mode_switch(mode)` is the
+  immediate form;
+- `drop_link(seconds)` / `drop_link SECONDS`: nothing is sent or received for that long (the vehicle
+  flies on, and PX4's offboard-loss failsafe acts as it would);
+- `low_battery(fraction, failsafe_mode=None)` / `low_battery FRACTION [MODE]`: the battery reads
+  `fraction` (0..1) from now on, draining from there; with a mode, the autopilot's battery failsafe
+  switches to it (a mode the stack did not ask for);
+- `state` (text only): one line with the mode, arming, position and battery, for scripts.
 
 Like PX4 SITL it sends to a UDP port (14540 for offboard APIs) from a port of its own, and answers
 whoever spoke to it last:
 
     python -m cityseeker_ros.core.vehicles.mavlink.simulator --flavour px4 --port 14540 --home 47.3977,8.5456
+    python -m cityseeker_ros.core.vehicles.mavlink.simulator --ignore-speed-change --cruise-speed 5 \\
+        --control-port 14600   # then e.g. `echo "mode_switch POSCTL" | nc -u 127.0.0.1 14600`
 """
 from __future__ import annotations
 
@@ -70,6 +107,22 @@ PX4_LOSS_ACTIONS = {0: "POSCTL", 1: "ALTCTL", 2: "MANUAL", 3: "AUTO.RTL", 4: "AU
 PX4_FENCE_ACTIONS = {2: "AUTO.LOITER", 3: "AUTO.RTL", 5: "AUTO.LAND"}
 AP_FENCE_ACTIONS = {1: "RTL", 2: "LAND", 3: "RTL", 4: "BRAKE"}
 FENCE_COMMANDS = range(5000, 5005)  # return point, polygon inclusion/exclusion, circle inclusion/exclusion
+MESSAGE_TYPES = frozenset(m.msgname for m in mavlink.mavlink_map.values())
+
+
+class ControlError(ValueError):
+    """A control request the simulator cannot carry out; one line naming what was wrong."""
+
+
+def command_id(what: str | int) -> Optional[int]:
+    """A MAV_CMD as a number or name (with or without the MAV_CMD_ prefix); None if `what` is not one."""
+    if isinstance(what, int):
+        return what
+    text = what.strip().upper()
+    if text.isdigit():
+        return int(text)
+    value = getattr(mavlink, text if text.startswith("MAV_CMD_") else f"MAV_CMD_{text}", None)
+    return value if isinstance(value, int) else None
 
 
 @dataclass
@@ -97,7 +150,9 @@ class MavlinkSimulator:
                  max_climb_m_s: float = 3.0, max_descent_m_s: float = 2.0, position_hz: float = 10.0,
                  attitude_hz: float = 10.0, heartbeat_hz: float = 1.0, status_hz: float = 1.0,
                  prearm_failure: Optional[str] = None, drop: float = 0.0, seed: int = 0,
-                 params: Optional[dict[str, float]] = None) -> None:
+                 params: Optional[dict[str, float]] = None, ignore_speed_change: bool = False,
+                 param_echo: bool = True, ack_delay_s: float = 0.0,
+                 ignore: Sequence[str | int] = (), ignore_ack: bool = True) -> None:
         self.flavour: Flavour = flavour_named(flavour)
         self.target = (host, int(port))
         self.home = (float(home[0]), float(home[1]), float(home[2]) if len(home) > 2 else 0.0)
@@ -119,6 +174,7 @@ class MavlinkSimulator:
         self.sock.bind((host, listen_port))
         self.sock.setblocking(False)
         self.address = self.sock.getsockname()
+        self.control_sock: Optional[socket.socket] = None
         self.peer: Optional[tuple[str, int]] = None
         self._mav = mavlink.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
         self._parser = mavlink.MAVLink(None)
@@ -127,6 +183,19 @@ class MavlinkSimulator:
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self.silent = False
+        self._silent_until = 0.0  # drop_link(): deaf and mute until then
+        self.param_echo = param_echo
+        self.ack_delay_s = 0.0
+        self.set_ack_delay(ack_delay_s)
+        self._ignored_commands: dict[int, bool] = {}  # command -> still acknowledged
+        self._ignored_messages: dict[str, bool] = {}  # message type -> answered (PARAM_SET: old value)
+        for what in ignore:
+            self.ignore(what, ignore_ack)
+        if ignore_speed_change:
+            self.ignore(mavlink.MAV_CMD_DO_CHANGE_SPEED, ack=True)
+        self._answering = False  # inside _handle: what is sent is an answer (ack_delay_s applies)
+        self._later: list[tuple[float, Any]] = []  # delayed answers, in order
+        self._switches: list[tuple[float, str]] = []  # scheduled mode_switch()es
         self.boot = time.monotonic()
         # vehicle state: metres east, north, up of home; m/s; compass degrees
         self.mode = "AUTO.LOITER" if self.flavour.name == "px4" else "STABILIZE"
@@ -138,7 +207,8 @@ class MavlinkSimulator:
         self.battery = 1.0
         self.hold_point = [0.0, 0.0, 0.0]
         self.takeoff_alt: Optional[float] = None
-        self.goal: Optional[tuple] = None  # ("position", e, n, u, heading|None) or ("velocity", ve, vn, vu, rate)
+        # ("position", e, n, u, heading|None, (ve, vn, vu) feed-forward) or ("velocity", ve, vn, vu, rate)
+        self.goal: Optional[tuple] = None
         self.goal_t = 0.0
         self.last_setpoint: Optional[tuple] = None
         self.setpoint_times: deque[float] = deque(maxlen=200)
@@ -154,6 +224,7 @@ class MavlinkSimulator:
         self.texts: list[str] = []
         self.modes: list[tuple[float, str, str]] = []  # (t, mode, why)
         self.failsafes: list[tuple[float, str]] = []
+        self.track: deque[tuple[float, float, float, float]] = deque(maxlen=100_000)  # (t, east, north, up)
 
     # -- life ------------------------------------------------------------------------------------------
     def start(self) -> MavlinkSimulator:
@@ -166,6 +237,8 @@ class MavlinkSimulator:
         if self._thread is not None:
             self._thread.join(timeout=2.0)
         self.sock.close()
+        if self.control_sock is not None:
+            self.control_sock.close()
 
     def __enter__(self) -> MavlinkSimulator:
         return self.start()
@@ -173,18 +246,125 @@ class MavlinkSimulator:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- test hooks ------------------------------------------------------------------------------------
+    # -- test hooks and adversarial knobs (the module docstring says what each does) -------------------
     def rc_mode_switch(self, mode: str) -> None:
         """A pilot flips the RC mode switch: the autopilot changes mode without being asked."""
+        self.mode_switch(mode)
+
+    def mode_switch(self, mode: str, after_s: float = 0.0) -> None:
+        """The pilot's (or the autopilot's own) mode change, now or `after_s` seconds from now."""
+        if mode not in self.flavour.modes:
+            raise ControlError(f"mode_switch: {self.flavour.name} has no mode {mode!r}; known: "
+                               f"{', '.join(self.flavour.modes)}")
+        if not (math.isfinite(after_s) and after_s >= 0):
+            raise ControlError(f"mode_switch: after_s must be a number of seconds >= 0; got {after_s}")
         with self._lock:
-            self.flavour.custom_mode(mode)
-            self._set_mode(mode, "RC mode switch")
+            if after_s == 0:
+                self._set_mode(mode, "RC mode switch")
+            else:
+                self._switches.append((time.monotonic() + after_s, mode))
 
     def stop_answering(self) -> None:
         self.silent = True
 
     def resume_answering(self) -> None:
         self.silent = False
+        self._silent_until = 0.0
+
+    def drop_link(self, seconds: float) -> None:
+        """Send and receive nothing for `seconds`; the vehicle flies on meanwhile."""
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ControlError(f"drop_link: seconds must be a number >= 0; got {seconds}")
+        with self._lock:
+            self._silent_until = time.monotonic() + seconds
+
+    @property
+    def deaf(self) -> bool:
+        """Sending and receiving nothing now (stop_answering() or a drop_link() under way)."""
+        return self.silent or time.monotonic() < self._silent_until
+
+    def low_battery(self, fraction: float, failsafe_mode: Optional[str] = None) -> None:
+        if not (math.isfinite(fraction) and 0.0 <= fraction <= 1.0):
+            raise ControlError(f"low_battery: fraction must be within 0..1; got {fraction}")
+        if failsafe_mode is not None and failsafe_mode not in self.flavour.modes:
+            raise ControlError(f"low_battery: {self.flavour.name} has no mode {failsafe_mode!r}")
+        with self._lock:
+            self.battery = fraction
+            self._due["SYS_STATUS"] = 0.0
+            if failsafe_mode is not None:
+                self.failsafes.append((time.monotonic(), f"low battery -> {failsafe_mode}"))
+                self._text(f"Low battery {fraction:.0%}: {failsafe_mode}")
+                self._set_mode(failsafe_mode, "battery failsafe")
+
+    def ignore(self, what: str | int, ack: bool = True) -> None:
+        """Never act on a command (MAV_CMD_* name or number) or a message type; see the module docstring."""
+        command = command_id(what)
+        with self._lock:
+            if command is not None:
+                self._ignored_commands[command] = ack
+                return
+            name = str(what).strip().upper()
+            if name not in MESSAGE_TYPES:
+                raise ControlError(f"ignore: {what!r} is neither a MAV_CMD nor a MAVLink message type")
+            self._ignored_messages[name] = ack
+
+    def heed(self, what: str | int) -> None:
+        """Undo ignore(what)."""
+        command = command_id(what)
+        with self._lock:
+            if command is not None:
+                self._ignored_commands.pop(command, None)
+            else:
+                self._ignored_messages.pop(str(what).strip().upper(), None)
+
+    @property
+    def ignore_speed_change(self) -> bool:
+        return mavlink.MAV_CMD_DO_CHANGE_SPEED in self._ignored_commands
+
+    def set_ack_delay(self, seconds: float) -> None:
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ControlError(f"ack_delay: seconds must be a number >= 0; got {seconds}")
+        self.ack_delay_s = float(seconds)
+
+    def set_cruise(self, speed_m_s: float) -> None:
+        if not (math.isfinite(speed_m_s) and speed_m_s > 0):
+            raise ControlError(f"cruise_speed: must be a positive number of m/s; got {speed_m_s}")
+        with self._lock:
+            self.cruise = min(float(speed_m_s), self.max_speed)
+
+    def control(self, line: str) -> str:
+        """One text request (the command line's control port and stdin): "ok ..." or "error: ..."."""
+        words = line.split()
+        if not words:
+            return "error: empty request"
+        verb, args = words[0].lower(), words[1:]
+        try:
+            if verb == "state":
+                with self._lock:
+                    e, n, u = self.pos
+                    return (f"ok mode {self.mode} armed {int(self.armed)} east {e:.2f} north {n:.2f} up {u:.2f} "
+                            f"battery {self.battery:.3f}")
+            handlers = {
+                "mode_switch": (1, 2, lambda a: self.mode_switch(a[0], float(a[1]) if len(a) > 1 else 0.0)),
+                "drop_link": (1, 1, lambda a: self.drop_link(float(a[0]))),
+                "low_battery": (1, 2, lambda a: self.low_battery(float(a[0]), a[1] if len(a) > 1 else None)),
+                "ignore": (1, 2, lambda a: self.ignore(a[0], _ack_word(a[1]) if len(a) > 1 else True)),
+                "heed": (1, 1, lambda a: self.heed(a[0])),
+                "ack_delay": (1, 1, lambda a: self.set_ack_delay(float(a[0]))),
+                "cruise_speed": (1, 1, lambda a: self.set_cruise(float(a[0]))),
+                "ignore_speed_change": (1, 1, lambda a: (self.ignore if _on_word(a[0]) else self.heed)(
+                    mavlink.MAV_CMD_DO_CHANGE_SPEED)),
+                "param_echo": (1, 1, lambda a: setattr(self, "param_echo", _on_word(a[0]))),
+            }
+            if verb not in handlers:
+                return f"error: unknown request {verb!r}; known: state, {', '.join(handlers)}"
+            least, most, handler = handlers[verb]
+            if not least <= len(args) <= most:
+                return f"error: {verb} takes {least}{f'..{most}' if most != least else ''} argument(s); got {len(args)}"
+            handler(args)
+        except (ControlError, ValueError) as exc:
+            return f"error: {exc}"
+        return f"ok {line.strip()}"
 
     def count(self, types: Sequence[str] | frozenset[str] = SETPOINTS, since: float = 0.0,
               commands: Optional[frozenset[int]] = None) -> int:
@@ -225,21 +405,56 @@ class MavlinkSimulator:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                ready, _, _ = select.select([self.sock], [], [], remaining)
-                if ready:
+                sockets = [self.sock] + ([self.control_sock] if self.control_sock is not None else [])
+                ready, _, _ = select.select(sockets, [], [], remaining)
+                if self.sock in ready:
                     self._receive()
+                if self.control_sock is not None and self.control_sock in ready:
+                    self._serve_control()
             now = time.monotonic()
             with self._lock:
+                self._due_events(now)
                 self._step(now - last, now)
                 self._telemetry(now)
             last = now
+
+    def serve_control(self, port: int = 0) -> int:
+        """Answer `control()` lines on a UDP port of `self.target`'s host (0: any free one); the port."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind((self.target[0], port))
+        sock.setblocking(False)
+        self.control_sock = sock
+        return sock.getsockname()[1]
+
+    def _serve_control(self) -> None:
+        assert self.control_sock is not None
+        try:
+            data, sender = self.control_sock.recvfrom(4096)
+        except OSError:
+            return
+        answer = self.control(data.decode("utf-8", "replace"))
+        try:
+            self.control_sock.sendto(answer.encode("utf-8"), sender)
+        except OSError:
+            pass
+
+    def _due_events(self, now: float) -> None:
+        """Scheduled pilot switches and late answers whose time has come."""
+        if self._switches:
+            due = [m for t, m in self._switches if t <= now]
+            self._switches = [(t, m) for t, m in self._switches if t > now]
+            for mode in due:
+                self._set_mode(mode, "RC mode switch")
+        while self._later and self._later[0][0] <= now:
+            _, msg = self._later.pop(0)
+            self._transmit(msg)
 
     def _receive(self) -> None:
         try:
             data, sender = self.sock.recvfrom(65535)
         except OSError:
             return
-        if self.silent:
+        if self.deaf:
             return
         if self.drop and self._rng.random() < self.drop:
             self.dropped["in"] += 1
@@ -250,14 +465,24 @@ class MavlinkSimulator:
         except mavlink.MAVError:
             return
         with self._lock:
-            for msg in msgs:
-                if msg.get_type() != "BAD_DATA":
-                    self._handle(msg)
+            self._answering = True
+            try:
+                for msg in msgs:
+                    if msg.get_type() != "BAD_DATA":
+                        self._handle(msg)
+            finally:
+                self._answering = False
 
     def _send(self, msg: Any) -> None:
+        if self._answering and self.ack_delay_s > 0:
+            self._later.append((time.monotonic() + self.ack_delay_s, msg))
+            return
+        self._transmit(msg)
+
+    def _transmit(self, msg: Any) -> None:
         buf = msg.pack(self._mav)
         self._mav.seq = (self._mav.seq + 1) % 256
-        if self.silent:
+        if self.deaf:
             return
         if self.drop and self._rng.random() < self.drop:
             self.dropped["out"] += 1
@@ -280,6 +505,14 @@ class MavlinkSimulator:
         self.counts[kind] += 1
         addressed = getattr(msg, "target_system", self.system_id)
         if addressed not in (0, self.system_id):
+            return
+        if kind == "COMMAND_LONG" and msg.command in self._ignored_commands:
+            if self._ignored_commands[msg.command]:
+                self._ack(msg, mavlink.MAV_RESULT_ACCEPTED)  # says yes, does nothing
+            return
+        if kind in self._ignored_messages:
+            if self._ignored_messages[kind] and kind == "PARAM_SET" and msg.param_id in self.params:
+                self._send_param(msg.param_id)  # the old value: refused without a word
             return
         if kind == "COMMAND_LONG":
             self._command(msg)
@@ -419,7 +652,8 @@ class MavlinkSimulator:
                 up = msg.alt - self.home[2] if msg.coordinate_frame == mavlink.MAV_FRAME_GLOBAL_INT else msg.alt
             else:
                 east, north, up = msg.y, msg.x, -msg.z
-            goal: tuple = ("position", east, north, up, heading)
+            feedforward = (0.0, 0.0, 0.0) if mask & 56 else (msg.vy, msg.vx, -msg.vz)  # NED -> ENU
+            goal: tuple = ("position", east, north, up, heading, feedforward)
         elif not mask & 56:  # a velocity
             rate = 0.0 if mask & 2048 else -math.degrees(msg.yaw_rate)  # NED clockwise -> ENU counter-clockwise
             goal = ("velocity", msg.vy, msg.vx, -msg.vz, rate)
@@ -467,6 +701,8 @@ class MavlinkSimulator:
             else:
                 value = int(msg.param_value) if stored != _REAL else float(msg.param_value)
             self.params[name][0] = value
+            if not self.param_echo:
+                return
         self._send_param(name)
 
     # -- mission protocol, fence only --------------------------------------------------------------------
@@ -578,7 +814,7 @@ class MavlinkSimulator:
             goal = self.goal
             if goal[0] == "position":
                 self._turn_to(goal[4])
-                return self._towards(list(goal[1:4]), self.cruise)
+                return self._towards(list(goal[1:4]), self.cruise, goal[5])
             if not px4 and now - self.goal_t > self.params["GUID_TIMEOUT"][0]:
                 self.goal = None  # ArduCopter stops when velocity commands stop coming
                 self.hold_point = list(self.pos)
@@ -597,14 +833,21 @@ class MavlinkSimulator:
         v[2] = min(max(v[2], -self.max_descent), self.max_climb)
         return v
 
-    def _towards(self, goal: list[float], speed: float) -> list[float]:
-        """Proportional approach with a creep speed at the end, so a goal is reached rather than neared."""
+    def _towards(self, goal: list[float], speed: float,
+                 feedforward: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> list[float]:
+        """A position controller: the target's velocity (feed-forward) plus a proportional pull onto the
+        target, with a creep speed at the end so a goal is reached rather than neared; horizontally
+        at most `speed` (the cruise speed) and the vehicle's limit."""
         de, dn, du = goal[0] - self.pos[0], goal[1] - self.pos[1], goal[2] - self.pos[2]
         dist = math.hypot(de, dn)
-        horizontal = min(speed, self.max_speed, max(dist * GAIN, min(CREEP_M_S, dist / TICK_S)))
-        scale = horizontal / dist if dist > 1e-9 else 0.0
-        up = math.copysign(max(abs(du) * GAIN, min(CREEP_M_S, abs(du) / TICK_S)), du)
-        return self._limit([de * scale, dn * scale, up])
+        pull = max(dist * GAIN, min(CREEP_M_S, dist / TICK_S))
+        scale = pull / dist if dist > 1e-9 else 0.0
+        east, north = feedforward[0] + de * scale, feedforward[1] + dn * scale
+        horizontal, cap = math.hypot(east, north), min(speed, self.max_speed)
+        if horizontal > cap:
+            east, north = east * cap / horizontal, north * cap / horizontal
+        up = feedforward[2] + math.copysign(max(abs(du) * GAIN, min(CREEP_M_S, abs(du) / TICK_S)), du)
+        return self._limit([east, north, up])
 
     def _turn_to(self, heading: Optional[float]) -> None:
         if heading is None:
@@ -670,6 +913,7 @@ class MavlinkSimulator:
             return mavlink.MAVLink_heartbeat_message(mavlink.MAV_TYPE_QUADROTOR, self.flavour.autopilot_id, base,
                                                      self.flavour.custom_mode(self.mode), status, 3)
         if name == "GLOBAL_POSITION_INT":
+            self.track.append((now, *self.pos))
             lat, lon = self._latlon(self.pos[0], self.pos[1])
             return mavlink.MAVLink_global_position_int_message(
                 boot_ms, int(round(lat * 1e7)), int(round(lon * 1e7)), int((self.home[2] + self.pos[2]) * 1000),
@@ -691,6 +935,56 @@ def _inside(x: float, y: float, polygon: list[tuple[float, float]]) -> bool:
         if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
             inside = not inside
     return inside
+
+
+def _on_word(word: str) -> bool:
+    if word.lower() in ("on", "1", "true", "yes"):
+        return True
+    if word.lower() in ("off", "0", "false", "no"):
+        return False
+    raise ControlError(f"want on or off; got {word!r}")
+
+
+def _ack_word(word: str) -> bool:
+    if word.lower() in ("ack", "noack"):
+        return word.lower() == "ack"
+    raise ControlError(f"want ack or noack; got {word!r}")
+
+
+def send_control(port: int, line: str, host: str = "127.0.0.1", timeout_s: float = 2.0) -> str:
+    """Send one control line to a simulator's control port (`--control-port`); its answer."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(timeout_s)
+        sock.sendto(line.encode("utf-8"), (host, port))
+        try:
+            return sock.recvfrom(4096)[0].decode("utf-8", "replace")
+        except TimeoutError:
+            return f"error: no answer from the simulator's control port {host}:{port} within {timeout_s:g} s"
+
+
+def _ignored(text: str) -> tuple[str, bool]:
+    what, _, ack = text.partition(":")
+    if ack not in ("", "ack", "noack") or command_id(what) is None and what.strip().upper() not in MESSAGE_TYPES:
+        raise argparse.ArgumentTypeError(f"--ignore wants a MAV_CMD or message type, optionally :ack or :noack; "
+                                         f"got {text!r}")
+    return what, ack != "noack"
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"want a number >= 0; got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = _non_negative(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"want a number > 0; got {text!r}")
+    return value
 
 
 def _home(text: str) -> tuple[float, ...]:
@@ -715,11 +1009,39 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--prearm-failure", default=None, help="refuse arming with this reason")
     parser.add_argument("--drop", type=float, default=0.0, help="fraction of datagrams lost each way")
     parser.add_argument("--duration", type=float, default=0.0, help="seconds to run (0: until Ctrl-C)")
+    parser.add_argument("--cruise-speed", type=_positive, default=8.0, metavar="M_S",
+                        help="the vehicle's own cruise speed for position targets (default 8 m/s)")
+    parser.add_argument("--ignore-speed-change", action="store_true",
+                        help="acknowledge MAV_CMD_DO_CHANGE_SPEED but keep flying at the cruise speed")
+    parser.add_argument("--no-param-echo", action="store_true", help="store PARAM_SET without answering PARAM_VALUE")
+    parser.add_argument("--ignore", type=_ignored, action="append", default=[], metavar="WHAT[:noack]",
+                        help="never act on this MAV_CMD or message type (repeatable); :noack leaves a command "
+                             "unanswered, else it is acknowledged ACCEPTED")
+    parser.add_argument("--ack-delay", type=_non_negative, default=0.0, metavar="S",
+                        help="send every answer (COMMAND_ACK, PARAM_VALUE, ...) this many seconds late")
+    parser.add_argument("--control-port", type=int, default=None, metavar="PORT",
+                        help="answer control lines (mode_switch MODE [AFTER_S], drop_link S, low_battery F "
+                             "[MODE], ignore WHAT [ack|noack], heed WHAT, ack_delay S, cruise_speed M_S, "
+                             "ignore_speed_change on|off, param_echo on|off, state) on this UDP port (0: any)")
+    parser.add_argument("--control-stdin", action="store_true", help="read the same control lines from stdin")
     args = parser.parse_args(argv)
     sim = MavlinkSimulator(args.flavour, args.port, args.host, args.home, system_id=args.system_id,
-                           prearm_failure=args.prearm_failure, drop=args.drop).start()
+                           prearm_failure=args.prearm_failure, drop=args.drop, cruise_m_s=args.cruise_speed,
+                           ignore_speed_change=args.ignore_speed_change, param_echo=not args.no_param_echo,
+                           ack_delay_s=args.ack_delay)
+    for what, ack in args.ignore:
+        sim.ignore(what, ack)
+    control = f"; control lines on udp {args.host}:{sim.serve_control(args.control_port)}" \
+        if args.control_port is not None else ""
+    sim.start()
     print(f"{args.flavour} simulator, system {args.system_id}: MAVLink 2 to udp {args.host}:{args.port} from "
-          f"{sim.address[0]}:{sim.address[1]}; connect a link to udp://{args.host}:{args.port}", flush=True)
+          f"{sim.address[0]}:{sim.address[1]}; connect a link to udp://{args.host}:{args.port}{control}", flush=True)
+    if args.control_stdin:
+        def read_stdin() -> None:
+            for line in sys.stdin:
+                if line.strip():
+                    print(sim.control(line), flush=True)
+        threading.Thread(target=read_stdin, name="simulator control stdin", daemon=True).start()
     try:
         if args.duration > 0:
             time.sleep(args.duration)

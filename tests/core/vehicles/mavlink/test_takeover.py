@@ -1,5 +1,6 @@
 """A pilot's RC mode switch: the link notices, refuses every motion, sends nothing, and never switches
-back until the owner calls take_control()."""
+back until the owner calls take_control() (or stops the vehicle itself: hold, land, return; see
+test_foreign_mode.py)."""
 import time
 
 import pytest
@@ -20,8 +21,9 @@ def test_pilot_takeover_is_detected_and_no_motion_follows(vehicle, flavour, pilo
     detected = time.monotonic()
     assert detected_after < 1.2 and link.state().mode == pilot_mode
     assert pilot_mode in link.override_reason and not link.streaming
-    calls = [lambda: link.go_to(HOME[0], HOME[1], 5.0), lambda: link.velocity(1.0, 0.0), link.hold, link.land,
-             link.return_to_launch, link.arm, lambda: link.takeoff(5.0)]
+    assert link.state().foreign_mode == pilot_mode
+    calls = [lambda: link.go_to(HOME[0], HOME[1], 5.0), lambda: link.go_to(HOME[0], HOME[1], 5.0, speed_m_s=2.0),
+             lambda: link.velocity(1.0, 0.0), link.arm, lambda: link.takeoff(5.0)]
     for call in calls:
         with pytest.raises(PilotOverride, match=f"left .* for {pilot_mode} by itself"):
             call()

@@ -161,7 +161,7 @@ class SafetyMachine(RuleBasedStateMachine):
         self.rig.low_battery()
         time.sleep(pause)
 
-    @precondition(lambda self: not self.dropped)
+    @precondition(lambda self: not self.dropped and self.rig.link_drop)
     @rule(pause=PAUSE)
     def drop_link(self, pause):
         self._say("link drop")

@@ -7,7 +7,6 @@ import threading
 import time
 from typing import Optional
 
-from cityseeker_ros.core.vehicles.authority import State
 from cityseeker_ros.core.vehicles.bridge import VehicleBridge
 from cityseeker_ros.core.vehicles.link import LinkError, VehicleState
 from cityseeker_ros.core.vehicles.monitor import Reported, Sent
@@ -42,6 +41,7 @@ class TappedWalkerLink(WalkerLink):
 
 class WalkerRig:
     pilot = battery = velocity = False  # a walker has no modes, no battery and takes no velocities
+    link_drop = True
 
     def __init__(self, tap: Tap, safety: Optional[dict] = None) -> None:
         self.tap, self.safety = tap, dict(safety or SAFETY)
@@ -56,7 +56,7 @@ class WalkerRig:
         gate = SafetyGate.from_config(SafetyConfig.from_dict(self.safety))
         bridge = VehicleBridge(self.link, gate, safety_period_s=0.02, state_period_s=0.05, link_timeout_s=0.3,
                                reconnect_period_s=0.2)
-        assert wait_for(lambda: bridge.authority.state is not State.DISCONNECTED, 5.0), "the walker did not connect"
+        assert wait_for(lambda: bridge.holds >= 1, 5.0), "the walker did not connect"
         return bridge
 
     def _poll(self) -> None:

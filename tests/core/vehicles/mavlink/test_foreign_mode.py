@@ -1,0 +1,163 @@
+"""`VehicleState.foreign_mode` on the MAVLink link: a mode the stack did not ask for, noticed in every
+state (holding, after a link loss, at connect), not only while commanding; sticky, and while it
+lasts no motion call leaves the link, so a late call from an old job never switches the vehicle back.
+Only an explicit stop from the owner (hold, land, return: the operator's way back) ends it;
+take_control() is refused in it."""
+import threading
+import time
+
+import pytest
+
+from cityseeker_ros.core.vehicles.link import PilotOverride
+from tests.core.vehicles.mavlink.conftest import HOME, airborne, north_of, wait_until
+
+PILOT = {"px4": "POSCTL", "ardupilot": "LOITER"}
+HOLD = {"px4": "AUTO.LOITER", "ardupilot": "BRAKE"}
+FLAVOURS = ["px4", "ardupilot"]
+
+
+class ForeignWatch:
+    """Samples `link.state().foreign_mode` every 20 ms on a thread: what it ever said."""
+
+    def __init__(self, link) -> None:
+        self.link, self.seen = link, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            state = self.link.state()
+            if state.foreign_mode is not None:
+                self.seen.append((state.mode, state.foreign_mode))
+
+    def stop(self) -> list:
+        self._stop.set()
+        self._thread.join()
+        return self.seen
+
+
+def motion_calls(link):
+    return {"go_to": lambda: link.go_to(HOME[0], HOME[1], 5.0, speed_m_s=3.0),
+            "velocity": lambda: link.velocity(1.0, 0.0), "takeoff": lambda: link.takeoff(5.0), "arm": link.arm}
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_pilot_switch_while_holding_is_foreign_and_no_motion_call_leaves(vehicle, flavour):
+    """The issue's first fault at the link: the stack holds (not commanding), a pilot switches mode;
+    the next goal must not switch the vehicle back."""
+    sim, link = vehicle(flavour)
+    airborne(link)
+    link.hold()
+    assert link.state().foreign_mode is None
+    switched = time.monotonic()
+    sim.mode_switch(PILOT[flavour])
+    wait_until(lambda: link.state().foreign_mode == PILOT[flavour], 1.5, what="the pilot's mode seen as foreign")
+    for call in motion_calls(link).values():
+        with pytest.raises(PilotOverride, match=f"in {PILOT[flavour]}, a mode the stack did not ask for"):
+            call()
+    heartbeats = link._conn.target_heartbeats
+    wait_until(lambda: link._conn.target_heartbeats >= heartbeats + 2, 3.0, what="two more heartbeats")
+    assert sim.count_motion(since=switched) == 0 and sim.mode == PILOT[flavour]
+    # sticky: the pilot flipping to the hold mode does not give the stack the vehicle back
+    sim.mode_switch(link.flavour.hold_mode)
+    wait_until(lambda: link.state().mode == link.flavour.hold_mode, 1.5, what="the hold mode shown")
+    assert link.state().foreign_mode == link.flavour.hold_mode
+    with pytest.raises(PilotOverride):
+        link.velocity(1.0, 0.0)
+    with pytest.raises(PilotOverride):
+        link.take_control()  # a late call from an old job never switches the vehicle back
+    link.hold()  # the operator's way back: the bridge holds first, then takes control for a new decision
+    link.take_control()
+    assert link.state().foreign_mode is None and link.state().in_control
+    link.velocity(1.0, 0.0)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_stop_from_the_owner_ends_a_foreign_mode(vehicle, flavour):
+    sim, link = vehicle(flavour)
+    airborne(link)
+    sim.mode_switch(PILOT[flavour])
+    wait_until(lambda: link.state().foreign_mode is not None, 1.5, what="foreign")
+    link.hold()
+    assert sim.mode == link.flavour.hold_mode and link.state().foreign_mode is None
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_the_stacks_own_modes_are_never_foreign_over_a_whole_flight(vehicle, flavour):
+    """Arm, takeoff (PX4: AUTO.TAKEOFF then AUTO.LOITER by itself), control, a goal, a hold, control
+    again, a return that ends in a landing (the autopilot's own next step), with every answer 0.3 s
+    late so each request's heartbeat shows the old mode for a while."""
+    sim, link = vehicle(flavour, sim={"ack_delay_s": 0.3, "params": {"RTL_RETURN_ALT": 5.0} if flavour == "px4"
+                                      else {"RTL_ALT": 500}})
+    watch = ForeignWatch(link)
+    try:
+        airborne(link)
+        link.go_to(north_of(HOME[0], 8.0), HOME[1], 5.0, speed_m_s=6.0)
+        wait_until(lambda: link.state().velocity_enu[1] > 1.0, 3.0, link, "flying north")
+        link.hold()
+        link.take_control()
+        link.return_to_launch()
+        sim.mode_switch(link.flavour.land_mode)  # RTL hands over to a landing by itself
+        wait_until(lambda: not link.state().armed, 15.0, what="landed")
+    finally:
+        seen = watch.stop()
+    assert seen == []
+    asked = [mode for _, mode, why in sim.modes if why != "RC mode switch"]
+    assert asked[0] == ("AUTO.TAKEOFF" if flavour == "px4" else "GUIDED") and link.flavour.rtl_mode in asked
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_connecting_to_a_vehicle_a_pilot_flies_shows_it_foreign_and_a_parked_one_not(vehicle, flavour):
+    sim, link = vehicle(flavour, connect=False)
+    with sim._lock:  # a pilot flies it before the stack connects
+        sim.armed, sim.pos, sim.hold_point, sim.mode = True, [0.0, 0.0, 8.0], [0.0, 0.0, 8.0], PILOT[flavour]
+    link.connect(3.0)
+    wait_until(lambda: link.state().foreign_mode == PILOT[flavour], 1.5, what="foreign at connect")
+    with pytest.raises(PilotOverride):
+        link.go_to(HOME[0], HOME[1], 8.0)
+
+    sim, link = vehicle(flavour, connect=False)
+    with sim._lock:  # armed in the hold mode: not a pilot's
+        sim.armed, sim.pos, sim.hold_point, sim.mode = True, [0.0, 0.0, 8.0], [0.0, 0.0, 8.0], HOLD[flavour]
+    link.connect(3.0)
+    sim2, parked = vehicle(flavour)  # disarmed, in its start mode (ArduPilot STABILIZE): never foreign
+    wait_until(lambda: link._conn.target_heartbeats >= 3 and parked._conn.target_heartbeats >= 3, 4.0,
+               what="a few heartbeats")
+    assert link.state().foreign_mode is None and parked.state().foreign_mode is None
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_pilot_switch_during_a_link_loss_shows_when_the_link_returns(vehicle, flavour):
+    sim, link = vehicle(flavour)
+    airborne(link)
+    link.hold()
+    sim.drop_link(2.0)
+    wait_until(lambda: link.link_lost, 2.0, what="the link lost")
+    sim.mode_switch(PILOT[flavour])
+    wait_until(lambda: not link.link_lost, 4.0, what="the link back")
+    wait_until(lambda: link.state().foreign_mode == PILOT[flavour], 1.5, what="the switch seen after the loss")
+    with pytest.raises(PilotOverride):
+        link.go_to(HOME[0], HOME[1], 5.0)
+
+
+def test_the_autopilots_battery_failsafe_is_foreign(vehicle):
+    sim, link = vehicle("px4")
+    airborne(link)
+    sim.low_battery(0.1, "AUTO.LAND")
+    wait_until(lambda: link.state().foreign_mode == "AUTO.LAND", 1.5, what="the failsafe's landing seen")
+    assert link.state().battery_fraction == pytest.approx(0.1, abs=0.011)
+    with pytest.raises(PilotOverride, match="left OFFBOARD for AUTO.LAND by itself"):
+        link.velocity(0.0, 1.0)
+
+
+def test_a_pilot_switch_during_a_pending_take_control_is_foreign(vehicle):
+    """Within the settle window the previous mode is the request's; any third mode is a pilot's."""
+    sim, link = vehicle("px4", sim={"ack_delay_s": 1.0})
+    link.arm()
+    link.takeoff(4.0, timeout_s=8.0)
+    sim.mode_switch("ALTCTL", after_s=0.3)  # while take_control() waits for its late ACK
+    with pytest.raises(PilotOverride):
+        link.take_control()
+    assert link.state().foreign_mode == "ALTCTL" and not link.streaming and sim.mode == "ALTCTL"
+    assert link.settle_s == pytest.approx(0.5 * 6 + 1.0)
