@@ -95,6 +95,9 @@ def test_a_seek_flies_a_mavlink_vehicle_along_the_decided_path(monaco_dir, ros_d
         assert process.returncode == 0, output + logs(tmp_path)
         result = json.loads((tmp_path / "result.json").read_text())
         fence = list(sim.fence)
+        # the Seek ended in a hold the stack commanded, not in the autopilot's offboard-loss failsafe
+        ended = (sim.mode, sim.armed, list(sim.failsafes))
+    assert ended == (sim.flavour.hold_mode, True, []), ended
     print(f"\n{flavour}: {took:.0f} s\n{output}")
     assert result["status"] == "succeeded" and result["outcome"] in ("found", "budget"), result
     path = result["path"]

@@ -862,6 +862,9 @@ class VehicleBridge:
                 pass
             try:
                 self.link.connect(self.connect_timeout_s)
+                if self._stop.is_set():  # closed while connecting: leave nothing open behind close()
+                    self.link.close()
+                    return
                 self._upload_fence()
                 started = time.monotonic()
                 first = _Snapshot(self.link.state(), started)  # the gate fences from where it is

@@ -115,9 +115,13 @@ def config(**extra) -> SafetyConfig:
                                    "max_altitude_m": 30.0, **extra})
 
 
-def bridge_for(made, link: VehicleLink, estop: Optional[EStop] = None, **kw) -> VehicleBridge:
+def bridge_for(made, link: VehicleLink, estop: Optional[EStop] = None, wait: bool = True, **kw) -> VehicleBridge:
+    """A bridge on `link`; with `wait`, once its first hold went out (a decision sent before it is a
+    decision made before a stop: it never flies)."""
     b = VehicleBridge(link, SafetyGate.from_config(config(**kw.pop("safety", {})), estop=estop), **kw)
     made.append(b)
+    if wait:
+        wait_for(lambda: b.holds >= 1, 3.0)
     return b
 
 
@@ -200,7 +204,7 @@ def test_a_verdict_does_not_go_stale_across_a_blocking_connect(made):
     """A goal decided before a slow connect; the e-stop trips while connecting: no go_to goes out."""
     link = ScriptedLink()
     link.block["connect"] = release = threading.Event()
-    b = bridge_for(made, link)
+    b = bridge_for(made, link, wait=False)
     b.command(goal())
     assert link.entered.setdefault("connect", threading.Event()).wait(5.0)
     b.trip_estop("test")

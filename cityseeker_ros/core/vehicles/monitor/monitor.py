@@ -214,7 +214,7 @@ class FlightMonitor:
         if not self.passive:
             self._judged[R.NO_MOTION_AFTER_HOLD] += 1
             if self._estop_t is not None:
-                if not self._in_flight(s, "estop", self._estop_t):
+                if not self._in_flight(s, "estop", self._estop_t, decided_before=True):
                     self._flag(R.NO_MOTION_AFTER_HOLD, s.t, ("estop", self._estop_t),
                                f"{what} sent while the e-stop tripped at t={self._estop_t:.2f} s is latched", found)
             elif self._stop_t is not None and self._decision_t <= self._stop_t:
@@ -230,7 +230,7 @@ class FlightMonitor:
                            "decision since", found)
             self._judged[R.ENDS_IN_HOLD] += 1
             if (self._end_t is not None and self._decision_t <= self._end_t
-                    and not self._in_flight(s, "end", self._end_t, self.settings.end_within_s)):
+                    and not self._in_flight(s, "end", self._end_t, self.settings.end_within_s, decided_before=True)):
                 self._flag(R.ENDS_IN_HOLD, s.t, ("moved", self._end_t),
                            f"{what} sent after the session ended at t={self._end_t:.2f} s", found)
         if s.kind in (POSITION, VELOCITY, TAKEOFF, ARM, MODE):
@@ -244,12 +244,19 @@ class FlightMonitor:
                                + (" (passive: a take-control is not visible on the wire)" if self.passive else ""),
                                found)
 
-    def _in_flight(self, s: Sent, event: str, since: float, window: Optional[float] = None) -> bool:
-        """A setpoint repeating the target that was streaming when `event` came, within the window, with no
-        stop sent since: a message already on its way, not a new motion."""
+    def _in_flight(self, s: Sent, event: str, since: float, window: Optional[float] = None,
+                   decided_before: bool = False) -> bool:
+        """A message already on its way when `event` came, within the window and with no stop sent
+        since: a setpoint repeating the target that was streaming then, or (`decided_before`: an
+        e-stop trip, a session end) anything carrying out a decision made within the window before
+        the event, which the stack had taken up before it heard of the event. A motion after the
+        stack's own stop is never in flight."""
         window = self.settings.reaction_s if window is None else window
-        return (s.kind in (POSITION, VELOCITY) and s.t - since <= window
-                and _target(s) == self._streaming_at.get(event) and (self._stop_t is None or self._stop_t <= since))
+        if s.t - since > window or (self._stop_t is not None and self._stop_t > since):
+            return False
+        if s.kind in (POSITION, VELOCITY) and _target(s) == self._streaming_at.get(event):
+            return True
+        return decided_before and 0.0 <= since - self._decision_t <= self.settings.reaction_s
 
     def _fence(self, s: Sent, what: str, found: list[Violation]) -> None:
         lim, tol = self.limits, self.settings.fence_tolerance_m

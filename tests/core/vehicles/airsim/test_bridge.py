@@ -57,6 +57,9 @@ class AirSimBridge:
         self.link = AirSimVehicleLink(anchor, factory, motion, motion_params)
         self.bridge = VehicleBridge(self.link, gate, clock=clock, **bridge)
         self.gate = gate
+        # A decision sent before the first hold is one made before a stop: it never flies. Wait for
+        # that hold (a test whose connection fails goes on after the wait).
+        wait_for(lambda: self.bridge.holds >= 1, 3.0)
 
     def __getattr__(self, name: str):  # command, heartbeat, trip_estop, reset_estop, holds, close...
         return getattr(self.bridge, name)
@@ -337,7 +340,8 @@ def test_kinematics_updates_altitude_for_the_ceiling(bridge, flight):
     flight.position = {"x_val": 0.0, "y_val": 0.0, "z_val": -12.0}
     alive(bridge)
     state = bridge.kinematics()
-    assert state.alt == pytest.approx(52.0) and bridge.altitude_m == pytest.approx(12.0)
+    assert state.alt == pytest.approx(52.0)
+    assert wait_for(lambda: bridge.altitude_m == pytest.approx(12.0))  # the bridge's next telemetry read
     frame = bridge.grab("front", depth=True)
     assert frame.rgb.shape == (6, 8, 3) and frame.depth_m.shape == (6, 8)
 

@@ -258,3 +258,20 @@ def test_time_goes_forward_and_replays_give_the_same_verdicts():
     assert first.feed_all(stream) == second.feed_all(stream) and len(first.violations) == 2
     with pytest.raises(ValueError, match="time order"):
         first.feed(goto(0.5))
+
+
+# -- a decision taken up just before an e-stop or a session end ----------------------------------------
+@pytest.mark.parametrize("event, decided, tail, broken", [
+    # decided 0.05 s before the trip, sent right after it, before the stack's hold: on its way
+    ("estop_trip", 0.95, [goto(1.02, 20.0), hold(1.03)], []),
+    # ... but nothing after the stack's own hold
+    ("estop_trip", 0.95, [hold(1.03), goto(1.05, 20.0)], [HOLD_RULE]),
+    # decided 0.5 s before: not on its way any more
+    ("estop_trip", 0.5, [goto(1.02, 20.0), hold(1.03)], [HOLD_RULE]),
+    ("session_end", 0.95, [goto(1.02, 20.0), hold(1.03)], []),
+    ("session_end", 0.95, [hold(1.03), goto(1.05, 20.0)], [HOLD_RULE, END]),
+])
+def test_motion_decided_just_before_an_estop_or_an_end_may_still_leave_until_the_stacks_stop(event, decided, tail,
+                                                                                             broken):
+    stream = [*flying(), decide(decided, east_m=20.0), marker(1.0, event), *tail]
+    assert rules_broken(stream, end=3.0) == broken

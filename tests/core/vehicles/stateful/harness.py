@@ -17,11 +17,13 @@ Decisions go through the same envelope check the vehicle-bridge node applies to 
 """
 from __future__ import annotations
 
+import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.streets.geodesy import destination
@@ -34,6 +36,7 @@ from cityseeker_ros.core.vehicles.monitor import (
     Violation,
     limits_from_dict,
 )
+from cityseeker_ros.core.vehicles.safety import EStop, LatchFile
 
 HOME = (43.7384, 7.4246)
 SAFETY = {"geofence": {"circle": {"center": list(HOME), "radius_m": 120.0}}, "decision_timeout_s": 1.5,
@@ -42,9 +45,11 @@ SAFETY = {"geofence": {"circle": {"center": list(HOME), "radius_m": 120.0}}, "de
 
 
 class Tap:
-    """What the vehicle saw and what the driver did, time-stamped on one monotonic clock."""
+    """What the vehicle saw and what the driver did, time-stamped on one monotonic clock; and the
+    scenario's folder (its e-stop latch file survives a bridge restart, as the node's does)."""
 
     def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="safety-scenario-"))
         self._lock = threading.Lock()
         self.observations: list[Observation] = []
         self.counts: Counter[str] = Counter()  # how often each dangerous interleaving happened
@@ -59,6 +64,11 @@ class Tap:
     def ordered(self) -> list[Observation]:
         with self._lock:
             return sorted(self.observations, key=lambda o: o.t)
+
+
+def latched_estop(tap: Tap) -> EStop:
+    """The e-stop with its latch file in the scenario's folder: a restarted bridge finds it latched."""
+    return EStop(LatchFile(tap.folder / "estop.json"))
 
 
 def judge(tap: Tap, safety: dict, settings: Optional[MonitorSettings] = None) -> list[Violation]:
@@ -79,9 +89,14 @@ def wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
     return condition()
 
 
-def goal_at(bearing_deg: float, metres: float, alt_m: float) -> tuple[float, float, float]:
-    lat, lon = destination(*HOME, bearing_deg, metres)
+def goal_at(home: tuple[float, float], bearing_deg: float, metres: float, alt_m: float) -> tuple[float, float, float]:
+    lat, lon = destination(home[0], home[1], bearing_deg, metres)
     return lat, lon, alt_m
+
+
+def safety_around(home: tuple[float, float], **extra) -> dict:
+    """SAFETY with its fence centred on `home`."""
+    return {**SAFETY, "geofence": {"circle": {"center": [home[0], home[1]], "radius_m": 120.0}}, **extra}
 
 
 @dataclass

@@ -74,7 +74,7 @@ class SafetyMachine(RuleBasedStateMachine):
         elif kind == "fast":
             speed = 20.0
         alt = self.rig.altitude(alt)
-        lat, lon, alt = goal_at(bearing, metres, alt)
+        lat, lon, alt = goal_at(self.rig.home, bearing, metres, alt)
         self._say(f"goal {kind} {bearing:.0f} deg {metres:.0f} m alt {alt:.0f}")
         self._decide(Goal(lat, lon, alt, None, speed), "goal", goal=(lat, lon, alt))
 
@@ -93,7 +93,7 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @rule(age=st.sampled_from([5.0, 1e9]), bearing=st.floats(0, 360), pause=PAUSE)
     def stale_goal(self, age, bearing, pause):
-        lat, lon, alt = goal_at(bearing, 30.0, self.rig.altitude(10.0))
+        lat, lon, alt = goal_at(self.rig.home, bearing, 30.0, self.rig.altitude(10.0))
         self._say(f"goal stamped {age:g} s ago")
         self._decide(Goal(lat, lon, alt), "goal", goal=(lat, lon, alt), stamp_age_s=age)
         time.sleep(pause)
@@ -129,6 +129,7 @@ class SafetyMachine(RuleBasedStateMachine):
         self.bridge.take_control()
         time.sleep(pause)
 
+    @precondition(lambda self: getattr(self.rig, "rtl", True))
     @rule(pause=PAUSE)
     def return_to_launch(self, pause):
         self._say("rtl")
@@ -173,7 +174,7 @@ class SafetyMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.dropped)
     @rule(pause=PAUSE)
     def link_back(self, pause):
-        if self.bridge.authority.is_fresh(self.bridge._latest_seq):
+        if isinstance(self.bridge.gate.latest, (Goal, Velocity)):  # decided before the loss: must not resume
             self.tap.counts["link return with a goal pending"] += 1
         self.rig.restore_link()
         self.tap.mark("link_back")
@@ -201,9 +202,10 @@ class SafetyMachine(RuleBasedStateMachine):
 
     def teardown(self):
         try:
-            if self.dropped:
+            if self.dropped:  # the radio comes back and the bridge reconnects before the run ends
                 self.rig.restore_link()
                 self.tap.mark("link_back")
+                wait_for(lambda: self.bridge.connected and self.bridge.authority.state is not State.DISCONNECTED, 5.0)
             self.tap.mark("session_end")
             self.rig.close()
             time.sleep(0.3)

@@ -15,7 +15,7 @@ from cityseeker_ros.core.vehicles.bridge import VehicleBridge
 from cityseeker_ros.core.vehicles.monitor import Sent
 from cityseeker_ros.core.vehicles.safety import SafetyConfig, SafetyGate
 from tests.core.vehicles.airsim.vehicle_on_fake import ANCHOR, airsim_vehicle
-from tests.core.vehicles.stateful.harness import SAFETY, Tap, wait_for
+from tests.core.vehicles.stateful.harness import HOME, SAFETY, Tap, latched_estop, wait_for
 from tests.core.vehicles.stateful.rig_walker import stall
 
 STOPS = {"hover": "hold", "land": "land", "goHome": "rtl"}
@@ -55,12 +55,12 @@ class AirSimRig:
     link_drop = False
 
     def __init__(self, tap: Tap, safety: Optional[dict] = None) -> None:
-        self.tap, self.safety = tap, dict(safety or SAFETY)
+        self.tap, self.safety, self.home = tap, dict(safety or SAFETY), HOME
         self.vehicle = airsim_vehicle(task_s=0.05, connect=False)
         self.bridge = self._bridge()
 
     def _bridge(self) -> VehicleBridge:
-        gate = SafetyGate.from_config(SafetyConfig.from_dict(self.safety))
+        gate = SafetyGate.from_config(SafetyConfig.from_dict(self.safety), estop=latched_estop(self.tap))
         bridge = VehicleBridge(self.vehicle.link, gate, safety_period_s=0.02, state_period_s=0.05,
                                link_timeout_s=0.5, reconnect_period_s=0.2)
         assert wait_for(lambda: bridge.holds >= 1, 10.0), bridge.status()

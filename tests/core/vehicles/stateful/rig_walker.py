@@ -12,7 +12,7 @@ from cityseeker_ros.core.vehicles.link import LinkError, VehicleState
 from cityseeker_ros.core.vehicles.monitor import Reported, Sent
 from cityseeker_ros.core.vehicles.safety import SafetyConfig, SafetyGate
 from cityseeker_ros.core.vehicles.sim import SimulatedWalker, WalkerLink
-from tests.core.vehicles.stateful.harness import HOME, SAFETY, Tap, wait_for
+from tests.core.vehicles.stateful.harness import HOME, SAFETY, Tap, latched_estop, wait_for
 
 
 class TappedWalkerLink(WalkerLink):
@@ -44,7 +44,7 @@ class WalkerRig:
     link_drop = True
 
     def __init__(self, tap: Tap, safety: Optional[dict] = None) -> None:
-        self.tap, self.safety = tap, dict(safety or SAFETY)
+        self.tap, self.safety, self.home = tap, dict(safety or SAFETY), HOME
         self.walker = SimulatedWalker(*HOME, speed_m_s=1.5)
         self.link = TappedWalkerLink(self.walker, tap)
         self._stop = threading.Event()
@@ -53,10 +53,11 @@ class WalkerRig:
         self.bridge = self._bridge()
 
     def _bridge(self) -> VehicleBridge:
-        gate = SafetyGate.from_config(SafetyConfig.from_dict(self.safety))
+        gate = SafetyGate.from_config(SafetyConfig.from_dict(self.safety), estop=latched_estop(self.tap))
         bridge = VehicleBridge(self.link, gate, safety_period_s=0.02, state_period_s=0.05, link_timeout_s=0.3,
                                reconnect_period_s=0.2)
-        assert wait_for(lambda: bridge.holds >= 1, 5.0), "the walker did not connect"
+        if not self.link.dropped:  # a bridge restarted while the radio is down connects once it is back
+            assert wait_for(lambda: bridge.holds >= 1, 5.0), "the walker did not connect"
         return bridge
 
     def _poll(self) -> None:
@@ -78,7 +79,6 @@ class WalkerRig:
 
     def restart(self) -> None:
         self.bridge.close()
-        self.link.dropped = False
         self.link.connected = False
         self.bridge = self._bridge()
 

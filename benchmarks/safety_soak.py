@@ -1,0 +1,245 @@
+"""Soak the vehicle bridge with randomized stateful scenarios, and check that the oracle finds each
+rule broken when its enforcement is switched off.
+
+    .venv/bin/python benchmarks/safety_soak.py --links walker,airsim,px4,ardupilot --scenarios 2000
+    .venv/bin/python benchmarks/safety_soak.py --mutations --scenarios 60
+
+The scenarios are the ones the test suite runs in a CI-sized number (tests/core/vehicles/stateful/:
+a Hypothesis rule-based state machine driving a real VehicleBridge over each link, the flight-rules
+monitor judging what the vehicle saw). Per link it prints the scenarios run, the events per
+scenario, how often each dangerous interleaving happened, and the violations (0 is the target).
+
+--mutations switches off one rule's enforcement in the stack at a time (a monkeypatch of the
+bridge, its authority machine, gate or envelope, undone afterwards) and runs scenarios until the
+monitor reports a violation of that rule, printing how many it took; a rule whose breakage is never
+found within --scenarios is reported as NOT FOUND (the oracle or the scenarios miss it).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+
+from cityseeker_ros.core.infra.errors import ConfigError  # noqa: E402
+
+LINKS = ("walker", "airsim", "px4", "ardupilot")
+
+
+def machine_for(link: str, rig_overrides: dict[str, Any] | None = None) -> type:
+    from tests.core.vehicles.stateful.machine import SafetyMachine
+
+    if link == "walker":
+        from tests.core.vehicles.stateful.rig_walker import WalkerRig as rig
+    elif link == "airsim":
+        from tests.core.vehicles.stateful.rig_airsim import AirSimRig as rig
+    else:
+        from tests.core.vehicles.stateful.rig_mavlink import MavlinkRig
+
+        rig = type(f"{link}Rig", (MavlinkRig,), {"flavour": link})
+    if rig_overrides:
+        rig = type(f"{rig.__name__}Variant", (rig,), dict(rig_overrides))
+    return type(f"{link.capitalize()}Soak", (SafetyMachine,), {"rig_factory": rig, "record": []})
+
+
+def run(machine: type, scenarios: int, steps: int, stop_on_failure: bool = True) -> tuple[list, Exception | None]:
+    """Run `scenarios` scenarios; returns the per-scenario records and the first failure (if any)."""
+    failure = None
+    try:
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=scenarios, stateful_step_count=steps, deadline=None, database=None,
+            suppress_health_check=list(HealthCheck), phases=_phases(stop_on_failure)))
+    except Exception as exc:  # noqa: BLE001 - a violation (AssertionError) or a broken rig: reported
+        failure = exc
+    return machine.record, failure
+
+
+def _phases(shrink: bool):
+    from hypothesis import Phase
+
+    return [Phase.generate] if not shrink else [Phase.generate, Phase.shrink]
+
+
+def soak(links: list[str], scenarios: int, steps: int) -> int:
+    print(f"{'link':<10} {'scenarios':>9} {'events/scenario':>16} {'violations':>10} {'s/scenario':>10}  "
+          "dangerous interleavings seen")
+    bad = 0
+    for link in links:
+        started = time.monotonic()
+        records, failure = run(machine_for(link), scenarios, steps, stop_on_failure=False)
+        elapsed = time.monotonic() - started
+        seen: Counter[str] = Counter()
+        for _, counts, _ in records:
+            seen.update(counts)
+        events = [len(log) for log, _, _ in records]
+        violations = sum(len(v) for _, _, v in records)
+        bad += violations + (failure is not None)
+        print(f"{link:<10} {len(records):>9} {statistics.mean(events) if events else 0:>16.1f} {violations:>10} "
+              f"{elapsed / max(len(records), 1):>10.2f}  " + ", ".join(f"{k}: {n}" for k, n in sorted(seen.items())))
+        for log, _, found in records:
+            if found:
+                print("  violation:\n    " + "\n    ".join([str(v) for v in found] + ["driver:", *log]))
+                break
+        else:
+            if failure is not None:
+                print("  failure:\n    " + "\n    ".join((str(failure) or type(failure).__name__).splitlines()[:40]))
+    return 1 if bad else 0
+
+
+# -- mutations: one rule's enforcement off ---------------------------------------------------------
+
+@contextlib.contextmanager
+def patched(obj: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        setattr(obj, name, old)
+
+
+@contextlib.contextmanager
+def events_ignored(*names: str, keep_stop_seq: bool = False) -> Iterator[None]:
+    """The authority machine ignores these events (or, with keep_stop_seq, takes them but does not
+    count them as stops)."""
+    from cityseeker_ros.core.vehicles import authority
+
+    handle = authority.Authority.handle
+
+    def mutated(self, event, seq=None, asked_at=None):
+        if event.value in names and not keep_stop_seq:
+            return authority.Step(event, self.state, self.state, None)
+        before = self.stop_seq
+        step = handle(self, event, seq, asked_at)
+        if event.value in names:
+            self.stop_seq = before
+        return step
+
+    with patched(authority.Authority, "handle", mutated):
+        yield
+
+
+@contextlib.contextmanager
+def fresh_always() -> Iterator[None]:
+    from cityseeker_ros.core.vehicles import authority
+
+    with patched(authority.Authority, "is_fresh", lambda self, seq: True):
+        yield
+
+
+@contextlib.contextmanager
+def pilot_ignored() -> Iterator[None]:
+    """The bridge never sees a foreign mode, and the link's own refusal is off (it takes control back)."""
+    from cityseeker_ros.core.vehicles import bridge
+    from cityseeker_ros.core.vehicles.mavlink import link
+
+    note = link.MavlinkLink._note_request
+
+    def always_clears(self, mode, shown, clears):
+        return note(self, mode, shown, True)
+
+    with patched(bridge.VehicleBridge, "_foreign", lambda self, snap: None), \
+            patched(link.MavlinkLink, "_note_request", always_clears), \
+            patched(link.MavlinkLink, "_check_not_overridden", lambda self: None):
+        yield
+
+
+@contextlib.contextmanager
+def fence_off() -> Iterator[None]:
+    from cityseeker_ros.core.vehicles.safety import geofence
+    from cityseeker_ros.core.vehicles.safety.codes import OK
+
+    with patched(geofence.CircleFence, "check_goal", lambda self, lat, lon, alt: OK), \
+            patched(geofence.CircleFence, "check_path", lambda self, a, b: OK):
+        yield
+
+
+@contextlib.contextmanager
+def speed_unclamped() -> Iterator[None]:
+    from cityseeker_ros.core.vehicles.safety import limits
+
+    with patched(limits.Limits, "clamp_goal", lambda self, goal, start=None, horizontal=None: (goal, None)):
+        yield
+
+
+@contextlib.contextmanager
+def envelope_off() -> Iterator[None]:
+    from cityseeker_ros.core.vehicles.safety.codes import OK
+    from tests.core.vehicles.stateful import machine
+
+    with patched(machine, "check_envelope", lambda *args: OK):
+        yield
+
+
+# rule -> (the link it is exercised on, rig overrides, the mutation)
+MUTATIONS: dict[str, tuple[str, dict[str, Any], Callable[[], Any]]] = {
+    "no_motion_after_hold": ("walker", {}, fresh_always),
+    "pilot_wins": ("px4", {}, pilot_ignored),
+    "inside_fence": ("walker", {}, fence_off),
+    # a vehicle that flies as fast as told: the stack's clamp is all that keeps the limit
+    "speed_limits": ("px4", {"vehicle": {"max_climb_m_s": 1.0, "max_descent_m_s": 1.0, "cruise_m_s": 12.0,
+                                         "max_speed_m_s": 12.0}, "rtl": False, "battery": False}, speed_unclamped),
+    "no_motion_after_link_return": ("walker", {}, lambda: events_ignored("link_lost", "connect", keep_stop_seq=True)),
+    "ends_in_hold": ("walker", {}, lambda: events_ignored("seek_end", "shutdown")),
+    "refuses_bad_frames_and_stale_stamps": ("walker", {}, envelope_off),
+}
+
+
+def mutations(scenarios: int, steps: int, only: list[str]) -> int:
+    print(f"{'rule (its enforcement off)':<40} {'link':<8} {'found after':>12}  violation")
+    missed = 0
+    for rule, (link, overrides, mutation) in MUTATIONS.items():
+        if only and rule not in only:
+            continue
+        with mutation():
+            records, failure = run(machine_for(link, overrides), scenarios, steps, stop_on_failure=False)
+        found = next((i + 1 for i, (_, _, v) in enumerate(records) if any(x.rule == rule for x in v)), None)
+        first = next((x for _, _, v in records for x in v if x.rule == rule), None)
+        missed += found is None
+        print(f"{rule:<40} {link:<8} {('NOT FOUND' if found is None else f'{found} scenarios'):>12}  "
+              f"{first.detail[:90] if first else ''}")
+    return 1 if missed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--links", default=",".join(LINKS), help=f"comma-separated, of {', '.join(LINKS)}")
+    parser.add_argument("--scenarios", type=int, default=200, help="per link (per rule with --mutations)")
+    parser.add_argument("--steps", type=int, default=10, help="events per scenario at most")
+    parser.add_argument("--mutations", action="store_true", help="the mutation check instead of the soak")
+    parser.add_argument("--rules", default="", help="with --mutations: only these rules (comma-separated)")
+    args = parser.parse_args(argv)
+    links = [name.strip() for name in args.links.split(",") if name.strip()]
+    unknown = sorted(set(links) - set(LINKS))
+    if unknown:
+        raise ConfigError(f"--links: unknown link(s) {', '.join(unknown)}; known: {', '.join(LINKS)}")
+    rules = [r for r in args.rules.split(",") if r]
+    unknown = sorted(set(rules) - set(MUTATIONS))
+    if unknown:
+        raise ConfigError(f"--rules: unknown rule(s) {', '.join(unknown)}; known: {', '.join(MUTATIONS)}")
+    if args.scenarios < 1 or args.steps < 1:
+        raise ConfigError("--scenarios and --steps must be at least 1")
+    logging.basicConfig(level=logging.ERROR)  # the bridge's per-connect notes would drown the table
+    started = time.monotonic()
+    code = mutations(args.scenarios, args.steps, rules) if args.mutations else soak(links, args.scenarios, args.steps)
+    print(f"wall {time.monotonic() - started:.0f} s")
+    return code
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ConfigError as exc:
+        print(f"safety_soak: {exc}", file=sys.stderr)
+        sys.exit(2)
