@@ -35,6 +35,7 @@ from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 from cityseeker_ros.core.infra.errors import ConfigError  # noqa: E402
 
 LINKS = ("walker", "airsim", "px4", "ardupilot")
+BATCH = 100
 
 
 def machine_for(link: str, rig_overrides: dict[str, Any] | None = None) -> type:
@@ -71,13 +72,22 @@ def _phases(shrink: bool):
     return [Phase.generate] if not shrink else [Phase.generate, Phase.shrink]
 
 
-def soak(links: list[str], scenarios: int, steps: int) -> int:
+def soak(links: list[str], scenarios: int, steps: int, minutes: float | None = None) -> int:
+    """`scenarios` per link, run in batches of at most BATCH (each a fresh Hypothesis run: new random
+    draws), stopping early at the first violation or once `minutes` per link have passed."""
     print(f"{'link':<10} {'scenarios':>9} {'events/scenario':>16} {'violations':>10} {'s/scenario':>10}  "
           "dangerous interleavings seen")
     bad = 0
     for link in links:
         started = time.monotonic()
-        records, failure = run(machine_for(link), scenarios, steps, stop_on_failure=False)
+        records: list = []
+        failure = None
+        while len(records) < scenarios and failure is None and not any(v for _, _, v in records):
+            if minutes is not None and time.monotonic() - started > minutes * 60:
+                break
+            batch, failure = run(machine_for(link), min(BATCH, scenarios - len(records)), steps,
+                                 stop_on_failure=False)
+            records += batch
         elapsed = time.monotonic() - started
         seen: Counter[str] = Counter()
         for _, counts, _ in records:
@@ -219,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10, help="events per scenario at most")
     parser.add_argument("--mutations", action="store_true", help="the mutation check instead of the soak")
     parser.add_argument("--rules", default="", help="with --mutations: only these rules (comma-separated)")
+    parser.add_argument("--minutes", type=float, default=None, help="soak: stop each link after this long")
     args = parser.parse_args(argv)
     links = [name.strip() for name in args.links.split(",") if name.strip()]
     unknown = sorted(set(links) - set(LINKS))
@@ -232,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError("--scenarios and --steps must be at least 1")
     logging.basicConfig(level=logging.ERROR)  # the bridge's per-connect notes would drown the table
     started = time.monotonic()
-    code = mutations(args.scenarios, args.steps, rules) if args.mutations else soak(links, args.scenarios, args.steps)
+    if args.mutations:
+        code = mutations(args.scenarios, args.steps, rules)
+    else:
+        code = soak(links, args.scenarios, args.steps, args.minutes)
     print(f"wall {time.monotonic() - started:.0f} s")
     return code
 

@@ -20,6 +20,8 @@ REPLAY_VIEWS = "/streetview_replay/views"
 REPLAY_IMAGES = "/streetview_replay/images"  # raw Image; png/jpeg on REPLAY_IMAGES + "/compressed"
 SUPERVISOR_VIEWS = "/supervisor/decide_goal"  # each Decide goal sent: a view set with its prompt context
 DECISIONS = "/decision/decision"
+FLIGHT_RULE_VIOLATIONS = "/vehicle_bridge/flight_rule_violations"
+DIAGNOSTIC_ARRAY = "diagnostic_msgs/msg/DiagnosticArray"
 
 
 @dataclass(frozen=True)
@@ -46,12 +48,14 @@ DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("/supervisor/guidance", CI + "Guidance"),
     TopicSpec("/supervisor/episode", EPISODE),
     TopicSpec("/supervisor/outcome", CI + "Outcome"),
+    # each flight-rule violation the vehicle bridge's monitor found (nodes/vehicle_bridge.py)
+    TopicSpec(FLIGHT_RULE_VIOLATIONS, DIAGNOSTIC_ARRAY),
 )
 
 # Topics outside the default list whose type and QoS are known anyway.
 KNOWN_TOPICS: dict[str, TopicSpec] = {s.name: s for s in (
     *DEFAULT_TOPICS,
-    TopicSpec("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "diagnostics"),
+    TopicSpec("/diagnostics", DIAGNOSTIC_ARRAY, "diagnostics"),
     TopicSpec("/supervisor/heartbeat", "std_msgs/msg/Header"),
     TopicSpec("/supervisor/status", CI + "SupervisorStatus"),
     TopicSpec("/graph_localiser/location", CI + "Location"),

@@ -180,6 +180,15 @@ VEHICLE_BRIDGE = (
     ParamSpec("child_frame_id", "base_link", "vehicle body frame (FLU), also the fix and camera frame"),
     ParamSpec("safety_period_s", 1.0, "~/safety is republished this often, and on every change"),
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+    ParamSpec("command_max_age_s", 2.0, "a goal or velocity stamped further than this from the bridge's clock "
+              "(older, or ahead) is refused, not flown (0.05 to 10 s); the supervisor stamps each command, its "
+              "goal repeat included, as it sends it"),
+    ParamSpec("monitor", True, "run the independent flight-rules monitor (core/vehicles/monitor) beside the "
+              "bridge wherever safety_config is given on a flying link (mavlink, airsim fly) or the walker: it "
+              "reads what went to the vehicle and what it reported, and each violation is logged, published on "
+              "~/flight_rule_violations and /diagnostics, and trips the e-stop; false turns it off"),
+    ParamSpec("monitor_report_file", "", "the monitor's JSON report, written when the node stops ('' = beside "
+              "the e-stop state file, <node>.flight_rules.json; `cityseeker run vehicle` puts it in OUT/ros/)"),
 )
 
 GRAPH_LOCALISER = (

@@ -293,10 +293,9 @@ def check_vehicle(run: RunConfig) -> None:
     """The vehicle's link, its settings and the safety file a flying link needs (the bridge
     refuses to start without one; this says so before any process starts)."""
     from cityseeker_ros.core.vehicles.bridge import ESTOP_ACTIONS
-    from cityseeker_ros.ros import vehicle_link
-
     from cityseeker_ros.core.vehicles.safety.bounds import check_link_params
     from cityseeker_ros.core.vehicles.safety.config import load_safety_config
+    from cityseeker_ros.ros import vehicle_link
 
     params = run.vehicle_params()
     vehicle_link.check_link_name(run.link)

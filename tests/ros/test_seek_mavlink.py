@@ -28,6 +28,9 @@ SAFETY = REPO / "config" / "safety.yaml"
 TINY_VIEWS = ["--source-param", "views=rendered", "--source-param", 'view_params={"width": 32, "height": 24}']
 TAKEOVER_MODE = {"px4": "POSCTL", "ardupilot": "LOITER"}
 NEAR_M = 4.0  # the flown track passes each node of the path within this
+# The vehicle's own climbs and speeds within config/safety.yaml's limits (1 m/s vertical, 3 m/s): the
+# flight-rules monitor beside the bridge judges them too, as it would a real autopilot's parameters.
+WITHIN_LIMITS = {"max_climb_m_s": 1.0, "max_descent_m_s": 1.0, "cruise_m_s": 3.0, "max_speed_m_s": 3.0}
 LAST_M = 15.0  # ... but the last, which the hold that ends the Seek may cut short
 
 
@@ -85,7 +88,7 @@ def logs(tmp_path: Path) -> str:
 def test_a_seek_flies_a_mavlink_vehicle_along_the_decided_path(monaco_dir, ros_domain, tmp_path, flavour):
     world, node_id, node = home_node(monaco_dir)
     port = free_udp_port()
-    with MavlinkSimulator(flavour, port, home=(node.lat, node.lon, 10.0)) as sim:
+    with MavlinkSimulator(flavour, port, home=(node.lat, node.lon, 10.0), **WITHIN_LIMITS) as sim:
         track = Track(sim)
         started = time.monotonic()
         process = seek(monaco_dir, port, tmp_path, ros_domain, 3)
@@ -126,7 +129,7 @@ def test_a_seek_flies_a_mavlink_vehicle_along_the_decided_path(monaco_dir, ros_d
 def test_a_pilot_who_takes_over_mid_seek_ends_it_and_nothing_more_is_sent(monaco_dir, ros_domain, tmp_path, flavour):
     _, _, node = home_node(monaco_dir)
     port = free_udp_port()
-    with MavlinkSimulator(flavour, port, home=(node.lat, node.lon, 10.0)) as sim:
+    with MavlinkSimulator(flavour, port, home=(node.lat, node.lon, 10.0), **WITHIN_LIMITS) as sim:
         process = seek(monaco_dir, port, tmp_path, ros_domain, 30)
         deadline = time.monotonic() + 120
         while not (sim.mode == sim.flavour.control_mode and sim.count(SETPOINTS) > 0
@@ -157,7 +160,7 @@ def test_a_link_lost_mid_seek_ends_it_and_nothing_flies_after_the_link_returns(m
     (the bridge's link_error) ends the Seek link_lost, and no setpoint follows the return."""
     _, _, node = home_node(monaco_dir)
     port = free_udp_port()
-    with MavlinkSimulator("px4", port, home=(node.lat, node.lon, 10.0)) as sim:
+    with MavlinkSimulator("px4", port, home=(node.lat, node.lon, 10.0), **WITHIN_LIMITS) as sim:
         process = seek(monaco_dir, port, tmp_path, ros_domain, 30)
         deadline = time.monotonic() + 120
         while not (sim.mode == sim.flavour.control_mode and sim.count(SETPOINTS) > 0

@@ -253,8 +253,9 @@ function say(text) {
   window.speechSynthesis.speak(new SpeechSynthesisUtterance(text));
 }
 
-const ENDINGS = { found: "Arrived", budget: "Budget spent", cancelled: "Cancelled", failed: "Failed",
-                  rejected: "Not started" };
+const ENDINGS = { found: "Arrived", answered: "Answered", budget: "Budget spent", cancelled: "Cancelled",
+                  failed: "Failed", rejected: "Not started", pilot_override: "Pilot took over",
+                  link_lost: "Link lost" };
 
 function showResult(m) {
   state.goalActive = false;

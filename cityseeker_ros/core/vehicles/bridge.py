@@ -1,17 +1,20 @@
 """The one safety-gated bridge for every vehicle link (AirSim, MAVLink, the simulated walker).
 
-A link only translates; this bridge decides. It owns the safety gate (e-stop latch, heartbeat,
-decision watchdog, geofence, limits), the motion door (core/vehicles/motion_door.py: a hold bumps
-an epoch and a motion call decided under an older one is dropped) and four threads, so that
-nothing safety does ever waits behind a call that may block:
+A link only translates; this bridge decides. Who may move the vehicle is one explicit state
+machine (core/vehicles/authority.py: holding, starting, commanding, pilot, e-stopped...); the
+bridge turns what it sees into that machine's events, carries out what it says, and asks it
+(`may_send`) right before every message to the link, together with the safety gate (e-stop
+latch, heartbeat, decision watchdog, geofence, limits) and the motion door (core/vehicles/
+motion_door.py: a stop opens a new epoch and a call decided under an older one is dropped). Four
+threads, so that nothing safety does ever waits behind a call that may block:
 
-- safety (`tick()` every `safety_period_s`, woken at once by an e-stop, a command or a request):
-  asks the gate what may happen now and acts on changes. It is the only thread that calls the
-  link's hold, land, return-to-launch and terminate, always through the door, and it calls
-  nothing else on the link except `keepalive()`;
-- motion: runs the link's motion calls (go_to, velocity, take_control), each one through the
-  door, which asks the gate again right before the call; a result that comes back after the
-  epoch moved is discarded;
+- safety (`tick()` every `safety_period_s`, woken at once by an e-stop or a command; an operator's
+  request ticks at once on the caller's thread): feeds the events of the moment to the machine in
+  priority order and sends the stops it asks for, always through the door; it calls nothing else
+  on the link except `keepalive()`;
+- motion: runs the link's motion calls (arm, takeoff, take_control, go_to, velocity), each one
+  through the door, which asks the machine, the gate and the safety thread's liveness again right
+  before the call; a result that comes back after the epoch moved is discarded;
 - telemetry: reads `link.state()` every `state_period_s`; a state older than `link_timeout_s`
   (a stalled call, a dead link) counts as a lost link, so the loss is seen within a second
   whatever the link call does;
@@ -21,13 +24,12 @@ nothing safety does ever waits behind a call that may block:
   goes up as the 16-gon around it (the autopilot's fence holds the gate's, so only the gate refuses
   near the edge); a link without the `fence` capability skips it, said once in the status.
 
-What is reported is what was done: the status says "holding" only once the link's hold returned
-(or the vehicle reports itself held); a link lost mid-move reports that the hold is not
-confirmed. A bridge that starts, or a link that comes back, holds first, whatever it finds, and
-after a reconnect nothing moves until a command arrives that was decided after it. When the
-vehicle leaves the stack's mode by itself (`VehicleState.in_control` turns False, or the link
-raises `PilotOverride`), the bridge stops commanding, reports `pilot_override`, and gives the
-stack control back only on an explicit `take_control()`.
+What is reported is what was done: the status says "holding" only once the link's hold returned;
+a link lost mid-move reports that the hold is not confirmed. Only a decision made after the last
+stop moves the vehicle (a start, a reconnect, a reset, a take-control back all hold first). A mode
+the stack did not ask for (`VehicleState.foreign_mode`, or `PilotOverride` from a link call) hands
+the vehicle to the pilot in any state; the bridge then sends nothing until an operator's
+`take_control()`, after which it holds until a newer decision. `close()` ends in the end action.
 """
 from __future__ import annotations
 
@@ -471,6 +473,7 @@ class VehicleBridge:
             self._event(Event.SEEK_END, asked_at=end)
         if started is not None and authority.state is State.STARTING and started[0] == self.door.epoch:
             self._event(Event.STARTED if started[1] else Event.START_FAILED)
+            self._flying_seq = self._sent = None  # in the air: the newest goal is given to fly, as a decision
         self._decide(verdict, seq, snap)
         if authority.may_send(Send.KEEPALIVE) and authority.state is not State.HOLDING:
             self._keepalive()

@@ -87,6 +87,11 @@ class MavlinkConnection:
         self.sent: Counter[str] = Counter()
         # Called on the reader thread while the connection's lock is held: quick, and never blocking.
         self.on_message: Optional[Callable[[Message], None]] = None
+        # An observer of the wire (the flight monitor): ("out", msg, t) for each message sent, on the sending
+        # thread, once written; ("in", msg, t) for each one decoded, on the reader thread, once the link has
+        # seen it (so a mode change the link reacts to is known to the link first); t is time.monotonic().
+        # Outside every lock: quick, never blocking; what it raises is ignored.
+        self.on_wire: Optional[Callable[[str, Message, float], None]] = None
 
     # -- life ------------------------------------------------------------------------------------------
     def open(self, timeout_s: float) -> None:
@@ -113,6 +118,16 @@ class MavlinkConnection:
             self._packer.seq = (self._packer.seq + 1) % 256
             self.sent[msg.get_type()] += 1
         transport.write(bytes(buf))
+        self._tell_wire("out", msg)
+
+    def _tell_wire(self, direction: str, msg: Message) -> None:
+        hook = self.on_wire
+        if hook is None:
+            return
+        try:
+            hook(direction, msg, time.monotonic())
+        except Exception:  # noqa: BLE001 - an observer never breaks the link
+            pass
 
     def _send_heartbeat(self) -> None:
         self.send(mavlink.MAVLink_heartbeat_message(mavlink.MAV_TYPE_GCS, mavlink.MAV_AUTOPILOT_INVALID, 0, 0,
@@ -145,6 +160,7 @@ class MavlinkConnection:
             for msg in msgs:
                 if msg.get_type() != "BAD_DATA":
                     self._dispatch(msg, time.monotonic())
+                    self._tell_wire("in", msg)
 
     def _dispatch(self, msg: Message, now: float) -> None:
         kind = msg.get_type()

@@ -1,9 +1,10 @@
 """A PX4 or ArduPilot vehicle over MAVLink 2 (pymavlink): the `VehicleLink` contract in autopilot terms.
 
 - The stack flies in the flavour's control mode (PX4 OFFBOARD, ArduPilot GUIDED), entered only by an
-  explicit `take_control()`. When the autopilot leaves that mode by itself (a pilot's RC mode switch,
-  its own failsafe), the link refuses every further motion with `PilotOverride` and never switches back
-  on its own; only another `take_control()` does.
+  explicit `take_control()`. When the vehicle goes to a mode the stack did not ask for (a pilot's RC
+  mode switch, the autopilot's own failsafe), the link refuses every further motion, `take_control()`
+  included, with `PilotOverride` and never switches back on its own; only an explicit stop from the
+  owner (hold, land, return: the bridge sends one after an operator's take-control) ends that.
 - Setpoints are streamed by a `SetpointStreamer` that runs only while the owner's `keepalive()` (or a
   new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
 - hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
@@ -43,7 +44,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -175,6 +176,9 @@ class MavlinkLink(VehicleLink):
         self._streamer: Optional[SetpointStreamer[Setpoint]] = None
         self.motion_sent = 0
         self.report: Optional[ConnectReport] = None
+        # Given to every connection this link opens, reconnects included (MavlinkConnection.on_wire): set it
+        # before connect() to observe both directions of the wire (the flight monitor does).
+        self.on_wire: Optional[Callable[[str, Message, float], None]] = None
 
     # -- connection ------------------------------------------------------------------------------------
     @property
@@ -193,6 +197,7 @@ class MavlinkLink(VehicleLink):
             raise LinkError(f"already connected to {self.endpoint.describe()}")
         started = time.monotonic()
         conn = MavlinkConnection(self.endpoint, self.source_system, self.source_component)
+        conn.on_wire = self.on_wire
         conn.open(timeout_s)
         try:
             found = conn.wait_for_autopilot(max(timeout_s - (time.monotonic() - started), 0.0), self.system_id,
@@ -332,7 +337,8 @@ class MavlinkLink(VehicleLink):
                 return  # a heartbeat sent before our mode change took effect
             self._control = OVERRIDDEN
             self._override_reason = (f"the autopilot left {self._flavour.control_mode} for {mode} by itself "
-                                     "(pilot RC mode switch or failsafe); motion refused until take_control()")
+                                     "(pilot RC mode switch or failsafe); motion refused until an operator's "
+                                     "take-control")
             streamer = self._streamer
         if streamer is not None:
             streamer.stop(self._override_reason, wait=False)  # _send_motion already refuses its next send
@@ -362,7 +368,8 @@ class MavlinkLink(VehicleLink):
     def _ask_for(self, mode: str, clears: bool = False) -> Optional[_ModeRequest]:
         """Note `mode` as asked for before the request leaves (so its own heartbeat is never foreign);
         `clears` (hold, land, return: a stop from the owner) ends a foreign mode, anything else
-        (take_control included) is refused in one. Returns what was asked before, for `_unask` when the request fails."""
+        (take_control included) is refused in one. Returns what was asked before, for `_unask`
+        when the request fails."""
         shown = self._shown_mode()  # the connection's lock, never taken while holding _motion_lock
         with self._motion_lock:
             return self._note_request(mode, shown, clears)
@@ -391,7 +398,7 @@ class MavlinkLink(VehicleLink):
         if self._control == OVERRIDDEN and self._override_reason:
             return self._override_reason
         return (f"the vehicle is in {self._foreign}, a mode the stack did not ask for (a pilot's switch or the "
-                "autopilot's own failsafe); motion refused until take_control()")
+                "autopilot's own failsafe); motion refused until an operator's take-control")
 
     # -- the one gated send ----------------------------------------------------------------------------
     def _send_motion(self, msg: Message) -> None:

@@ -21,7 +21,6 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -33,13 +32,15 @@ from cityseeker_ros.core.vehicles.monitor import (
     Marker,
     MonitorSettings,
     Observation,
+    Reported,
     Violation,
     limits_from_dict,
 )
 from cityseeker_ros.core.vehicles.safety import EStop, LatchFile
+from tests.core.vehicles.test_bridge import wait_for  # noqa: F401 - the rigs' and the machine's
 
 HOME = (43.7384, 7.4246)
-SAFETY = {"geofence": {"circle": {"center": list(HOME), "radius_m": 120.0}}, "decision_timeout_s": 1.5,
+SAFETY = {"geofence": {"circle": {"center": list(HOME), "radius_m": 120.0}}, "decision_timeout_s": 3.0,
           "heartbeat_timeout_s": None, "max_speed_m_s": 3.0, "max_vertical_speed_m_s": 1.0,
           "max_altitude_m": 30.0, "min_altitude_m": -5.0}
 
@@ -71,6 +72,12 @@ def latched_estop(tap: Tap) -> EStop:
     return EStop(LatchFile(tap.folder / "estop.json"))
 
 
+def around(tap: Tap, t: float, before_s: float = 1.5, after_s: float = 0.5) -> list[str]:
+    """What was sent, decided and marked near `t`, one line each (positions reported are left out)."""
+    return [f"  {o.t:.3f} {o}" for o in tap.ordered()
+            if t - before_s <= o.t <= t + after_s and not isinstance(o, Reported)]
+
+
 def judge(tap: Tap, safety: dict, settings: Optional[MonitorSettings] = None) -> list[Violation]:
     monitor = FlightMonitor(limits_from_dict(safety), settings)
     observations = tap.ordered()
@@ -78,15 +85,6 @@ def judge(tap: Tap, safety: dict, settings: Optional[MonitorSettings] = None) ->
         monitor.feed(obs)
     monitor.finish((observations[-1].t if observations else time.monotonic()) + 5.0)
     return monitor.violations
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return condition()
 
 
 def goal_at(home: tuple[float, float], bearing_deg: float, metres: float, alt_m: float) -> tuple[float, float, float]:
