@@ -55,13 +55,16 @@ def test_the_stream_stops_when_the_owner_stops_and_px4_fails_safe(vehicle):
     assert "Failsafe activated: no offboard setpoints" in sim.texts
     wait_until(lambda: not link.state().in_control, 2.0, what="the link seeing the failsafe")
     assert sim.count(SETPOINTS, since=grace) == 0
-    # never restarts by itself: the owner coming back changes nothing until take_control()
+    # never restarts by itself: the owner coming back changes nothing until it stops the vehicle itself
     link.keepalive()
     heartbeats = link._conn.target_heartbeats
     wait_until(lambda: link._conn.target_heartbeats >= heartbeats + 2, 3.0, link, "two more heartbeats")
     assert sim.count(SETPOINTS, since=grace) == 0 and sim.mode == "AUTO.LOITER"
     with pytest.raises(PilotOverride, match="left OFFBOARD for AUTO.LOITER by itself"):
         link.go_to(HOME[0], HOME[1], 5.0)
+    with pytest.raises(PilotOverride):
+        link.take_control()  # the failsafe's mode is not the stack's: no way back by a late call
+    link.hold()  # a stop from the owner (the bridge's hold after an operator's take-control) ends it
     link.take_control()
     assert sim.mode == "OFFBOARD" and sim.count(SETPOINTS, since=grace) > 0
 

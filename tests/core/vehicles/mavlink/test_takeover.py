@@ -1,6 +1,6 @@
-"""A pilot's RC mode switch: the link notices, refuses every motion, sends nothing, and never switches
-back until the owner calls take_control() (or stops the vehicle itself: hold, land, return; see
-test_foreign_mode.py)."""
+"""A pilot's RC mode switch: the link notices, refuses every motion (take_control() included), sends
+nothing, and never switches back until the owner stops the vehicle itself (hold, land, return: the
+bridge's hold after an operator's take-control; see test_foreign_mode.py)."""
 import time
 
 import pytest
@@ -33,5 +33,8 @@ def test_pilot_takeover_is_detected_and_no_motion_follows(vehicle, flavour, pilo
     assert sim.count_motion(since=detected) == 0
     assert sim.mode == pilot_mode and sim.modes[-1][2] == "RC mode switch"
     assert sim.count_motion(since=switched - 1.0) > 0  # it was streaming before
-    link.take_control()  # the explicit way back
+    with pytest.raises(PilotOverride):
+        link.take_control()  # a late call never switches the vehicle back
+    link.hold()  # the way back: a stop from the owner, then the control mode for a new decision
+    link.take_control()
     assert link.state().in_control and sim.mode == link.flavour.control_mode and link.override_reason is None
