@@ -24,21 +24,13 @@ from cityseeker_interfaces.msg import MotionCommand
 from cityseeker_ros.core.streets.geodesy import destination
 from cityseeker_ros.core.vehicles.bridge import BridgeStatus
 from cityseeker_ros.nodes.vehicle_bridge import VehicleBridgeNode
+from tests.core.vehicles.test_bridge import wait_for
 
 START = (43.7384, 7.4246)
 
 
 def phase(name: str) -> None:
     print(f"@@ PHASE {name}", file=sys.stderr, flush=True)
-
-
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 def statuses(array: Any) -> list[dict[str, Any]]:

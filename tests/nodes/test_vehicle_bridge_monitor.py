@@ -6,11 +6,7 @@ back is one error line `flight rule violated: inside_fence: ...`, a DiagnosticAr
 written when the node stops. With `monitor` false nothing of it runs."""
 from __future__ import annotations
 
-import json
-import subprocess
-
-from cityseeker_ros.ros import env as ros
-from tests.ros.conftest import REPO
+from tests.nodes.test_vehicle_bridge_node import run_probe
 
 START = (43.7384, 7.4246)  # monitor_probe.START (not imported: the pytest process never imports rclpy)
 
@@ -25,20 +21,8 @@ heartbeat_timeout_s: null
 def probe(ros_env: dict[str, str], tmp_path, monitor: bool) -> tuple[dict, dict[str, list[str]]]:
     out, safety = tmp_path / "probe.json", tmp_path / "safety.yaml"
     safety.write_text(SAFETY)
-    env = {**ros_env, "RCUTILS_LOGGING_BUFFERED_STREAM": "0", "RCUTILS_COLORIZED_OUTPUT": "0"}
-    done = subprocess.run(ros.python_module_command("tests.nodes.monitor_probe", str(out),
-                                                    str(tmp_path / "bridge.estop.json"), str(safety),
-                                                    "true" if monitor else "false"),
-                          env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    phases: dict[str, list[str]] = {}
-    current = "START"
-    for line in done.stderr.splitlines():
-        if line.startswith("@@ PHASE "):
-            current = line.split()[-1]
-            continue
-        phases.setdefault(current, []).append(line)
-    return json.loads(out.read_text()), phases
+    return run_probe("tests.nodes.monitor_probe", ros_env, out, str(tmp_path / "bridge.estop.json"), str(safety),
+                     "true" if monitor else "false")
 
 
 def flight_rules(diagnostics: list[dict]) -> list[dict]:

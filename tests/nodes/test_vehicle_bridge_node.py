@@ -22,11 +22,11 @@ REFUSED = {"velocity ned": "bad_frame", "velocity base_link": "bad_frame", "goal
 PASSED = {"goal now": "Goal", "velocity enu": "Velocity", "hold 1970": "Hold"}
 
 
-def probe(ros_env: dict[str, str], tmp_path) -> tuple[dict, dict[str, list[str]]]:
-    """The probe's report, and its log lines by phase."""
-    out = tmp_path / "probe.json"
+def run_probe(module: str, ros_env: dict[str, str], out, *args: str) -> tuple[dict, dict[str, list[str]]]:
+    """A probe module run in a child process: its JSON report (written to `out`) and its log lines by
+    phase (a line "@@ PHASE NAME" starts one)."""
     env = {**ros_env, "RCUTILS_LOGGING_BUFFERED_STREAM": "0", "RCUTILS_COLORIZED_OUTPUT": "0"}
-    done = subprocess.run(ros.python_module_command("tests.nodes.bridge_probe", str(out), str(tmp_path / "estop.json")),
+    done = subprocess.run(ros.python_module_command(module, str(out), *args),
                           env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     phases: dict[str, list[str]] = {}
@@ -37,6 +37,11 @@ def probe(ros_env: dict[str, str], tmp_path) -> tuple[dict, dict[str, list[str]]
             continue
         phases.setdefault(current, []).append(line)
     return json.loads(out.read_text()), phases
+
+
+def probe(ros_env: dict[str, str], tmp_path) -> tuple[dict, dict[str, list[str]]]:
+    """The bridge probe's report, and its log lines by phase."""
+    return run_probe("tests.nodes.bridge_probe", ros_env, tmp_path / "probe.json", str(tmp_path / "estop.json"))
 
 
 def test_wrong_frames_and_stale_stamps_never_reach_the_bridge(ros_env, tmp_path):

@@ -19,20 +19,12 @@ from cityseeker_ros.core.vehicles.safety import Goal, SafetyConfig, SafetyGate
 from cityseeker_ros.core.vehicles.safety.commands import HOLD
 from cityseeker_ros.core.vehicles.sim import SimulatedWalker, WalkerLink
 from tests.core.vehicles.mavlink.conftest import HOME, free_udp_port
+from tests.core.vehicles.test_bridge import wait_for
 
 SAFETY = {"geofence": {"circle": {"center": list(HOME[:2]), "radius_m": 100.0}}, "heartbeat_timeout_s": None,
           "decision_timeout_s": 60.0, "max_altitude_m": 30.0, "max_speed_m_s": 3.0, "max_vertical_speed_m_s": 2.0}
 # Within the safety file's limits, as the autopilot's parameters must be in the field.
 VEHICLE = {"max_climb_m_s": 2.0, "max_descent_m_s": 2.0, "cruise_m_s": 3.0, "max_speed_m_s": 3.0}
-
-
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
 
 class Tripper:
