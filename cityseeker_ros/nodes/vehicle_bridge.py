@@ -364,9 +364,11 @@ class VehicleBridgeNode(Node):
         return response
 
     def _on_take_control(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if not self._bridge.take_control():
+            response.success, response.message = False, "the link is down: take control again once it is back"
+            return response
         if self._monitor is not None:
             self._monitor.mark("operator_take_control", "~/take_control")
-        self._bridge.take_control()
         response.success, response.message = True, "the stack has control; holding until a new decision"
         return response
 

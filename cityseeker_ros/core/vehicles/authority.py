@@ -175,6 +175,11 @@ class Authority:
         """The decision numbered `seq` was made after the last stop."""
         return seq > self.stop_seq
 
+    def stopped(self) -> None:
+        """The stop reached the vehicle: every decision heard until now was made before it (one
+        decided while the stop was on its way is older than the stop as the vehicle sees it)."""
+        self.stop_seq = max(self.stop_seq, self.heard)
+
     def may_send(self, send: Send) -> bool:
         return send in MAY_SEND[self.state]
 

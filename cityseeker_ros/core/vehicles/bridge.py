@@ -278,10 +278,15 @@ class VehicleBridge:
             self._terminate_requested = True
         self._wake.set()
 
-    def take_control(self) -> None:
+    def take_control(self) -> bool:
         """An operator gives the stack control back after a pilot took it (the only way back).
-        The vehicle holds until a decision newer than this arrives."""
+        The vehicle holds until a decision newer than this arrives. Refused (False, nothing done)
+        while the link is down: the operator cannot see who has the vehicle then, and a request
+        kept for later would act on a vehicle the pilot may have taken again meanwhile."""
+        if self._lost_reason_now() is not None:
+            return False
         self._request("_take_requested")
+        return True
 
     def _request(self, name: str) -> None:
         with self._gate_lock, self._lock:
@@ -640,6 +645,8 @@ class VehicleBridge:
         except LinkError as exc:
             self._link_failed(f"{send.value} failed: {exc}")
             return
+        with self._gate_lock:
+            self.authority.stopped()
         self._stop_confirmed = send
         self.holds += 1
         self.stops.append(send.value)

@@ -125,9 +125,10 @@ class SafetyMachine(RuleBasedStateMachine):
 
     @rule(pause=PAUSE)
     def take_control(self, pause):
-        self._say("operator take-control")
-        self.tap.mark("operator_take_control")
-        self.bridge.take_control()
+        t = time.monotonic()
+        if self.bridge.take_control():  # refused while the link is down: the operator cannot see the vehicle
+            self.tap.add(Marker(t, "operator_take_control"))
+            self._say("operator take-control")
         time.sleep(pause)
 
     @precondition(lambda self: getattr(self.rig, "rtl", True))
