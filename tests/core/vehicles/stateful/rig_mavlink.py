@@ -87,6 +87,7 @@ class MavlinkRig:
         self.observer = MavlinkObserver(self.flavour)
         if self.sim.armed and self.sim.mode != self.sim.flavour.hold_mode:
             self.sim.mode_switch(self.sim.flavour.hold_mode)  # the last scenario's pilot let go
+            time.sleep(1.1)  # one 1 Hz heartbeat, so the new link does not start from the pilot's mode
         self.bridge = self._bridge()
         self._airborne()
 
