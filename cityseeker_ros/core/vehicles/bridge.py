@@ -459,6 +459,8 @@ class VehicleBridge:
             self._event(Event.FOREIGN_MODE if foreign else Event.ESTOP if estop else Event.CONNECT)
         if take is not None:
             self._trust_after = time.monotonic()
+            if self.authority.state is State.PILOT:
+                self.link.operator_takes_control()  # only now may the hold end the pilot's mode
             self._event(Event.TAKE_CONTROL, asked_at=take)
             foreign = None
         if foreign:

@@ -168,6 +168,12 @@ class VehicleLink(ABC):
         the only way back after a `PilotOverride`. Links without such a mode need nothing."""
         return None
 
+    def operator_takes_control(self) -> None:
+        """An operator gave the stack control back after a pilot took it: the next stop from the
+        owner may end the pilot's mode. Without this, a stop sent in a race with a pilot's switch
+        (the bridge had not yet seen it) must not take the vehicle from the pilot."""
+        return None
+
     def keepalive(self) -> None:
         """The owner's control loop is alive; links that stream setpoints stop when it is not."""
         return None

@@ -138,6 +138,7 @@ class _ModeRequest:
     before: str  # the mode the vehicle showed when asked
     at: float  # monotonic
     shown: bool = False  # a heartbeat has shown `mode` since
+    acked: bool = False  # the autopilot accepted it: a heartbeat from now on shows it or a later change
 
 
 Setpoint = Union[PositionSetpoint, VelocitySetpoint, PathSetpoint]
@@ -172,6 +173,7 @@ class MavlinkLink(VehicleLink):
         # foreign_mode's bookkeeping, under _motion_lock (module docstring); kept across reconnects
         self.settle_s = command_timeout_s * (command_retries + 1) + HEARTBEAT_PERIOD_S
         self._asked: Optional[_ModeRequest] = None
+        self._operator_release = False  # an operator gave control back: the next stop may end a foreign mode
         self._foreign: Optional[str] = None  # the mode the vehicle is in, while it is foreign (sticky)
         self._streamer: Optional[SetpointStreamer[Setpoint]] = None
         self.motion_sent = 0
@@ -358,12 +360,16 @@ class MavlinkLink(VehicleLink):
             foreign = mode != flavour.hold_mode
         else:
             allowed = {asked.mode, *flavour.successors.get(asked.mode, ())}
-            if not asked.shown and now - asked.at <= self.settle_s:
-                allowed.add(asked.before)
+            if not asked.shown and not asked.acked and now - asked.at <= self.settle_s:
+                allowed.add(asked.before)  # its heartbeat may not show it yet (UDP keeps the autopilot's order)
             foreign = mode not in allowed
         if foreign:
             self._foreign = mode
         return foreign
+
+    def operator_takes_control(self) -> None:
+        with self._motion_lock:
+            self._operator_release = True
 
     def _ask_for(self, mode: str, clears: bool = False) -> Optional[_ModeRequest]:
         """Note `mode` as asked for before the request leaves (so its own heartbeat is never foreign);
@@ -376,11 +382,11 @@ class MavlinkLink(VehicleLink):
 
     def _note_request(self, mode: str, shown: str, clears: bool) -> Optional[_ModeRequest]:
         """`_ask_for` for a caller that holds _motion_lock (and read `shown` before taking it)."""
-        if self._foreign is not None and not clears:
+        if self._foreign is not None and not (clears and self._operator_release):
             raise PilotOverride(self._refusal())
         old, self._asked = self._asked, _ModeRequest(mode, shown, time.monotonic())
         if clears:
-            self._foreign = None
+            self._foreign, self._operator_release = None, False
         return old
 
     def _unask(self, old: Optional[_ModeRequest], mine: Optional[_ModeRequest] = None) -> None:
@@ -425,8 +431,13 @@ class MavlinkLink(VehicleLink):
             raise LinkError(outcome.refusal(what))
 
     def _set_mode(self, mode: str) -> None:
+        """Once the autopilot accepted the change, the mode shown before it is no longer ours: a pilot
+        who switches back to it right after is seen at the next heartbeat, not after the settle window."""
         self._command(f"{self.flavour.name} mode {mode}", mavlink.MAV_CMD_DO_SET_MODE,
                       self.flavour.set_mode_params(mode))
+        with self._motion_lock:
+            if self._asked is not None and self._asked.mode == mode:
+                self._asked.acked = True
 
     def _ask_and_set_mode(self, mode: str, clears: bool = False) -> None:
         old = self._ask_for(mode, clears)

@@ -48,6 +48,7 @@ def test_a_pilot_switch_while_holding_is_foreign_and_no_motion_call_leaves(vehic
     the next goal must not switch the vehicle back."""
     sim, link = vehicle(flavour)
     airborne(link)
+    link.operator_takes_control()
     link.hold()
     assert link.state().foreign_mode is None
     switched = time.monotonic()
@@ -67,6 +68,7 @@ def test_a_pilot_switch_while_holding_is_foreign_and_no_motion_call_leaves(vehic
         link.velocity(1.0, 0.0)
     with pytest.raises(PilotOverride):
         link.take_control()  # a late call from an old job never switches the vehicle back
+    link.operator_takes_control()
     link.hold()  # the operator's way back: the bridge holds first, then takes control for a new decision
     link.take_control()
     assert link.state().foreign_mode is None and link.state().in_control
@@ -79,6 +81,7 @@ def test_a_stop_from_the_owner_ends_a_foreign_mode(vehicle, flavour):
     airborne(link)
     sim.mode_switch(PILOT[flavour])
     wait_until(lambda: link.state().foreign_mode is not None, 1.5, what="foreign")
+    link.operator_takes_control()
     link.hold()
     assert sim.mode == link.flavour.hold_mode and link.state().foreign_mode is None
 
@@ -131,6 +134,7 @@ def test_connecting_to_a_vehicle_a_pilot_flies_shows_it_foreign_and_a_parked_one
 def test_a_pilot_switch_during_a_link_loss_shows_when_the_link_returns(vehicle, flavour):
     sim, link = vehicle(flavour)
     airborne(link)
+    link.operator_takes_control()
     link.hold()
     sim.drop_link(2.0)
     wait_until(lambda: link.link_lost, 2.0, what="the link lost")
@@ -161,3 +165,19 @@ def test_a_pilot_switch_during_a_pending_take_control_is_foreign(vehicle):
         link.take_control()
     assert link.state().foreign_mode == "ALTCTL" and not link.streaming and sim.mode == "ALTCTL"
     assert link.settle_s == pytest.approx(0.5 * 6 + 1.0)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_pilot_who_switches_back_right_after_an_accepted_hold_is_foreign_at_once(vehicle, flavour):
+    """The mode shown before a request is acceptable only until the autopilot accepts it: a pilot who
+    switches back to it right after (here within a millisecond of the hold's ACK) is foreign at the
+    next heartbeat, not only once the 4 s settle window ends."""
+    sim, link = vehicle(flavour)
+    airborne(link)
+    sim.mode_switch(PILOT[flavour])
+    wait_until(lambda: link.state().foreign_mode is not None, 1.5, what="foreign")
+    link.operator_takes_control()
+    link.hold()  # the owner's stop: the mode shown when asked was the pilot's
+    sim.mode_switch(PILOT[flavour])  # and the pilot takes it again at once
+    took = wait_until(lambda: link.state().foreign_mode == PILOT[flavour], 3.0, what="foreign again")
+    assert took < link.settle_s - 1.0, took

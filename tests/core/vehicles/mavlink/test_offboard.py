@@ -64,6 +64,7 @@ def test_the_stream_stops_when_the_owner_stops_and_px4_fails_safe(vehicle):
         link.go_to(HOME[0], HOME[1], 5.0)
     with pytest.raises(PilotOverride):
         link.take_control()  # the failsafe's mode is not the stack's: no way back by a late call
+    link.operator_takes_control()
     link.hold()  # a stop from the owner (the bridge's hold after an operator's take-control) ends it
     link.take_control()
     assert sim.mode == "OFFBOARD" and sim.count(SETPOINTS, since=grace) > 0

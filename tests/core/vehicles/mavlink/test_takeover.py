@@ -35,6 +35,7 @@ def test_pilot_takeover_is_detected_and_no_motion_follows(vehicle, flavour, pilo
     assert sim.count_motion(since=switched - 1.0) > 0  # it was streaming before
     with pytest.raises(PilotOverride):
         link.take_control()  # a late call never switches the vehicle back
+    link.operator_takes_control()
     link.hold()  # the way back: a stop from the owner, then the control mode for a new decision
     link.take_control()
     assert link.state().in_control and sim.mode == link.flavour.control_mode and link.override_reason is None
