@@ -3,8 +3,8 @@
 - The stack flies in the flavour's control mode (PX4 OFFBOARD, ArduPilot GUIDED), entered only by an
   explicit `take_control()`. When the vehicle goes to a mode the stack did not ask for (a pilot's RC
   mode switch, the autopilot's own failsafe), the link refuses every further motion, `take_control()`
-  included, with `PilotOverride` and never switches back on its own; only an explicit stop from the
-  owner (hold, land, return: the bridge sends one after an operator's take-control) ends that.
+  included, with `PilotOverride` and never switches back on its own; only a stop (hold, land, return)
+  after `operator_takes_control()` (the bridge's, on an operator's take-control) ends that.
 - Setpoints are streamed by a `SetpointStreamer` that runs only while the owner's `keepalive()` (or a
   new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
 - hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
@@ -373,7 +373,7 @@ class MavlinkLink(VehicleLink):
 
     def _ask_for(self, mode: str, clears: bool = False) -> Optional[_ModeRequest]:
         """Note `mode` as asked for before the request leaves (so its own heartbeat is never foreign);
-        `clears` (hold, land, return: a stop from the owner) ends a foreign mode, anything else
+        `clears` (hold, land, return) ends a foreign mode after `operator_takes_control()`, anything else
         (take_control included) is refused in one. Returns what was asked before, for `_unask`
         when the request fails."""
         shown = self._shown_mode()  # the connection's lock, never taken while holding _motion_lock
