@@ -43,13 +43,14 @@ class SafetyMachine(RuleBasedStateMachine):
 
     def _decide(self, command, kind: str, goal=None, velocity=None, frame: str = "enu",
                 stamp_age_s: float = 0.0) -> None:
-        """As the vehicle-bridge node does: the envelope first, then the bridge."""
-        now = time.time()
-        stamp = now - stamp_age_s
-        decision(self.tap, kind, frame=frame, stamp=time.monotonic() - stamp_age_s, goal=goal, velocity=velocity)
-        check = check_envelope("velocity" if kind == "velocity" else kind, frame, stamp, now, MAX_AGE_S)
+        """As the vehicle-bridge node does: the envelope first, then the bridge. The decision is
+        marked once the bridge has it (a stop that reached the vehicle while the call was on its way
+        is older than the decision, as the bridge counts them too)."""
+        now, stamp_at = time.time(), time.monotonic() - stamp_age_s
+        check = check_envelope("velocity" if kind == "velocity" else kind, frame, now - stamp_age_s, now, MAX_AGE_S)
         if check.ok:
             self.bridge.command(command)
+        decision(self.tap, kind, frame=frame, stamp=stamp_at, goal=goal, velocity=velocity)
 
     # -- decisions -------------------------------------------------------------------------------
     @rule(bearing=st.floats(0, 360), metres=st.floats(5, 60), alt=st.floats(2, 20), kind=st.sampled_from(KINDS),
