@@ -640,9 +640,7 @@ class VehicleBridge:
         except _NotAllowed:
             return
         except PilotOverride as exc:
-            with self._lock:
-                self._pilot_reported = str(exc)
-            self._wake.set()
+            self._pilot_says(exc)
             return
         except LinkError as exc:
             self._link_failed(f"{send.value} failed: {exc}")
@@ -652,6 +650,12 @@ class VehicleBridge:
         self._stop_confirmed = send
         self.holds += 1
         self.stops.append(send.value)
+
+    def _pilot_says(self, exc: PilotOverride) -> None:
+        """A link call found a pilot in charge: the next tick hands the vehicle over (FOREIGN_MODE)."""
+        with self._lock:
+            self._pilot_reported = str(exc)
+        self._wake.set()
 
     def _submit(self, command: Command, kind: str) -> None:
         epoch = self.door.open()
@@ -703,9 +707,7 @@ class VehicleBridge:
             except MotionDropped:
                 pass
             except PilotOverride as exc:
-                with self._lock:
-                    self._pilot_reported = str(exc)
-                self._wake.set()
+                self._pilot_says(exc)
             except LinkError as exc:
                 if self.door.epoch == epoch:  # else a stop superseded the call and the link refused the rest
                     self._link_failed(f"{type(command).__name__.lower()} failed: {exc}")
