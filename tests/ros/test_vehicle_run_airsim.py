@@ -42,12 +42,19 @@ def run_airsim(fake: FlightFake, out, ros_domain: int, anchor: dict, *flags: str
 
 
 def start_driver(tmp_path, ros_domain: int, steps: list[dict]):
-    """tests/ros/vehicle_driver.py playing `steps` against the bridge; its report: driver_out.json."""
+    """tests/ros/vehicle_driver.py playing `steps` against the bridge, once the bridge and the
+    supervisor both hear its /estop; its report: driver_out.json."""
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"bridge": "/vehicle_bridge", "command": "/supervisor/command", "steps": steps}))
+    plan.write_text(json.dumps({"bridge": "/vehicle_bridge", "command": "/supervisor/command",
+                                "estop_listeners": 2, "steps": steps}))
     command = ros.python_module_command("tests.ros.vehicle_driver", str(plan), str(tmp_path / "driver_out.json"))
     return ros.spawn(command, ros.ros_env(domain_id=ros_domain), stdout=open(tmp_path / "driver.log", "w"),
                      stderr=subprocess.STDOUT, cwd=REPO)
+
+
+def driver_steps(report_file) -> str:
+    """The driver's report of its steps, for a failure's message."""
+    return "\ndriver steps: " + (report_file.read_text() if report_file.exists() else "(no report)")
 
 
 def test_a_drone_flies_the_tasks_through_the_bridge(monaco_dir, ros_domain, tmp_path):
@@ -105,7 +112,8 @@ def test_an_estop_during_a_flown_run_stops_every_motion_until_reset(monaco_dir, 
         result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",
                             "--limit", "1", "--max-steps", "3", "--link-param", "motion=fly",
                             "--safety-config", str(safety))
-        assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text()
+        assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text() + driver_steps(report_file) + \
+            f"\nthe run (exit {result.returncode}):\n" + result.stdout[-3000:] + result.stderr[-3000:] + logs(out)
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         s = json.loads(report_file.read_text())["steps"]
         assert all(step.get("ok", True) for step in s) and s[5]["success"], s
@@ -148,7 +156,8 @@ def test_a_runner_restarted_on_a_latched_estop_does_not_fly_until_reset(monaco_d
     try:
         result = run_airsim(fake, out, ros_domain, anchor, "--data", str(monaco_dir), "--policy", "random",
                             "--limit", "1", "--max-steps", "3", "--link-param", "motion=teleport")
-        assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text()
+        assert driver.wait(60) == 0, (tmp_path / "driver.log").read_text() + driver_steps(report_file) + \
+            f"\nthe run (exit {result.returncode}):\n" + result.stdout[-3000:] + result.stderr[-3000:] + logs(out)
         assert result.returncode == 0, result.stdout + result.stderr + logs(out)
         s = json.loads(report_file.read_text())["steps"]
         assert s[0]["ok"] and "before the runner died" in s[0]["safety"]["reason"] and s[2]["success"], s

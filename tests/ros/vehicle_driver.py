@@ -6,7 +6,7 @@ it receives with its arrival time on time.monotonic (CLOCK_MONOTONIC, the clock 
 AirSim protocol fake stamps its calls with). Everything runs in the main loop (spin_once).
 
 PLAN.json: {"bridge": "/vehicle_bridge", "command": "/command", "heartbeat": "/heartbeat",
-"steps": [op, ...]} (the bridge's `command` and `heartbeat` as it resolves them) with ops:
+"estop_listeners": 1, "steps": [op, ...]} (the bridge's `command` and `heartbeat` as it resolves them) with ops:
   {"op": "heartbeat", "on": true, "rate_hz": 20}      start/stop beating
   {"op": "command", "goal": {...}} | {"hold": true}   one CommandMsg (core Goal fields)
   {"op": "commands", "goal": {...}, "period_s": 0.1, "for_s": 1.0}   repeat it
@@ -42,6 +42,7 @@ from cityseeker_ros.ros.schema import CommandMsg, as_dict
 class VehicleDriver(Node):
     def __init__(self, bridge: str, command: str, heartbeat: str) -> None:
         super().__init__("vehicle_driver")
+        self.bridge = bridge
         self.safety: list[dict[str, Any]] = []
         self.fix: dict[str, Any] | None = None
         self.odom: dict[str, Any] | None = None
@@ -150,10 +151,14 @@ class VehicleDriver(Node):
             replies.append(future.result())
         return {"success": all(r.success for r in replies), "message": "; ".join(r.message for r in replies)}
 
-    def wait_for_peers(self, timeout_s: float = 60.0) -> bool:
-        """The bridge subscribes to what we publish: commands sent before that would be lost."""
+    def wait_for_peers(self, estop_listeners: int = 1, timeout_s: float = 60.0) -> bool:
+        """The bridge subscribes to what we publish (commands sent before that would be lost), we
+        hear its ~/safety, and `estop_listeners` nodes hear /estop (2 where a supervisor runs too:
+        an e-stop it missed would let its episode run on)."""
+        safety = f"{self.bridge}/safety"
         return self.spin_until(lambda: self.command_pub.get_subscription_count() > 0
-                               and self.estop_pub.get_subscription_count() > 0, timeout_s)
+                               and self.estop_pub.get_subscription_count() >= estop_listeners
+                               and self.count_publishers(safety) > 0, timeout_s)
 
 
 def main(argv: list[str]) -> int:
@@ -163,8 +168,9 @@ def main(argv: list[str]) -> int:
                            plan.get("heartbeat", "/heartbeat"))
     report: dict[str, Any] = {"steps": []}
     try:
-        if not driver.wait_for_peers():
-            raise TimeoutError("the bridge never subscribed to commands")
+        if not driver.wait_for_peers(int(plan.get("estop_listeners", 1))):
+            raise TimeoutError("the bridge never subscribed to commands (or /estop had too few listeners, "
+                               "or its ~/safety was not heard)")
         for step in plan["steps"]:
             result = getattr(driver, f"op_{step['op']}")(step)
             report["steps"].append({"op": step["op"], "t": time.monotonic(), **result})
