@@ -88,6 +88,9 @@ def soak(links: list[str], scenarios: int, steps: int, minutes: float | None = N
             batch, failure = run(machine_for(link), min(BATCH, scenarios - len(records)), steps,
                                  stop_on_failure=False)
             records += batch
+            violations = sum(len(v) for _, _, v in batch)
+            print(f"  {link}: {len(records)}/{scenarios} scenarios, {time.monotonic() - started:.0f} s, "
+                  f"{violations} violation(s) in this batch", file=sys.stderr, flush=True)
         elapsed = time.monotonic() - started
         seen: Counter[str] = Counter()
         for _, counts, _ in records:
