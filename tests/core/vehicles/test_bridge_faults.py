@@ -4,6 +4,7 @@ Every test here failed on the bridge before the authority machine (core/vehicles
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -11,9 +12,9 @@ import pytest
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE, SAFETY_STALLED, VehicleBridge
 from cityseeker_ros.core.vehicles.link import Capabilities
-from cityseeker_ros.core.vehicles.safety import Goal, SafetyGate, Velocity
+from cityseeker_ros.core.vehicles.safety import HOLD, Goal, SafetyGate, Velocity
 from cityseeker_ros.core.vehicles.safety.codes import SafetyCode
-from tests.core.vehicles.test_bridge import HOME, ScriptedLink, bridge_for, config, goal, wait_for
+from tests.core.vehicles.test_bridge import HOME, MOTION, ScriptedLink, bridge_for, config, goal, wait_for
 
 
 def flying(made, **kw):
@@ -135,3 +136,61 @@ def test_commands_every_tenth_of_a_second_around_an_estop_never_make_a_false_ove
         seen.add(b.status().code)
     assert PILOT_OVERRIDE not in seen, seen
     assert wait_for(lambda: link.names()[-1] == "go_to" and b.status().moving and link.in_control)
+
+
+# -- counterexamples the randomized scenarios found (tests/core/vehicles/stateful/), kept as plain tests --
+
+def test_a_decision_heard_while_the_stop_is_on_its_way_does_not_fly_after_it(made):
+    """Found by the walker scenarios: a goal heard while the hold was still in the link used to count
+    as newer than the hold (stops were numbered when asked, not when they reached the vehicle) and
+    flew right after it."""
+    link, b = flying(made, safety={"decision_timeout_s": 30.0})
+    b.command(goal())
+    assert wait_for(lambda: link.names()[-1:] == ["go_to"])
+    link.block["hold"] = threading.Event()
+    link.entered.pop("hold", None)
+    b.command(HOLD)
+    assert link.entered.setdefault("hold", threading.Event()).wait(3.0)  # the hold is in the link
+    b.command(goal(50.0))  # heard while the hold is on its way
+    calls = len(link.names())
+    link.block.pop("hold").set()
+    assert wait_for(lambda: b.holds >= 2)
+    for _ in range(5):
+        b.tick()
+    assert link.names()[calls:] == []  # nothing after the hold returned
+    b.command(goal(60.0))  # a decision made after the hold reached the vehicle flies
+    assert wait_for(lambda: link.names()[calls:] == ["take_control", "go_to"])
+
+
+def test_take_control_is_refused_while_the_link_is_down_and_nothing_is_sent_when_it_returns(made):
+    """Found by the PX4 scenarios: a take-control pressed while the link was down was dropped
+    silently; the operator could not see who had the vehicle then. It is refused, and says so."""
+    link, b = flying(made)
+    link.foreign = "POSCTL"
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 2.0)
+    link.lost = True
+    assert wait_for(lambda: b.status().code != PILOT_OVERRIDE, 3.0)
+    calls = len(link.names())
+    assert b.take_control() is False
+    link.lost = False
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 3.0)  # the pilot still has it
+    b.command(goal())
+    b.tick()
+    assert link.names()[calls:] == []
+
+
+def test_a_bridge_closed_while_connecting_closes_the_link_the_connect_opens(made):
+    """Found by the soak: a bridge closed while its connect was still in the link left that link
+    open (and, on MAVLink, taking the next bridge's datagrams). The connect's late success is
+    closed, and nothing is sent on it."""
+    link = ScriptedLink(take_control=True)
+    link.block["connect"] = release = threading.Event()
+    b = bridge_for(made, link, wait=False)
+    assert link.entered.setdefault("connect", threading.Event()).wait(5.0)
+    b.close(join_s=0.2)  # the connect is still in the link: close() closes what is there now
+    closes = len(link.names(only={"close"}))
+    assert closes >= 1
+    released_at = time.monotonic()
+    release.set()  # the connect succeeds after close(): that link must be closed too
+    assert wait_for(lambda: any(t >= released_at for n, t in link.calls if n == "close"))
+    assert set(link.names(only=MOTION | {"close", "arm", "takeoff"})) == {"close"}
