@@ -4,7 +4,9 @@ aiohttp serves HTTP and WebSocket from one asyncio loop with TLS from the standa
 the LAN switch is a certificate and an ssl context, not a second server. Every message the page
 sends goes through core.ar.session.ArSession (checked, counted, kept or dropped) before the
 `Stack` (the ROS side, ar/bridge.py) sees it; what the stack says comes back as events, which
-this loop turns into messages for every connected page.
+this loop turns into messages for every connected page. Each WebSocket is its own page in the
+session: what it waits for (its status) and whether its need may start a Seek depend on what it
+sent, never on what another page sent before or beside it.
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ class ArServer:
 
     def __init__(self, session: ArSession, stack: Stack, token: str, wall: Callable[[], float] = time.time) -> None:
         self.session, self.stack, self.token, self.wall = session, stack, token, wall
-        self.clients: set[web.WebSocketResponse] = set()
+        self.clients: dict[web.WebSocketResponse, int] = {}  # each socket's page in the session
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self._frames: deque[tuple[float, float]] = deque(maxlen=FRAMES_KEPT)  # (published wall s, captured ms)
         self._frame_of: dict[str, float] = {}  # view_set_id -> captured ms of the frame it was built from
@@ -58,7 +60,6 @@ class ArServer:
         self.latencies_ms: list[float] = []
         self.decisions_s: list[float] = []
         self.cancelled_at: Optional[float] = None
-        self._last_status = ""
 
     # -- HTTP --------------------------------------------------------------------------------------
 
@@ -97,7 +98,8 @@ class ArServer:
         """Counters and figures for tests and benchmarks/ar_latency.py (token required)."""
         return web.json_response({"counts": dict(self.session.counts), "latencies_ms": self.latencies_ms,
                                   "decisions_s": self.decisions_s, "cpu_s": time.process_time(),
-                                  "waiting": [k for k, _ in self.session.waiting()],
+                                  "waiting": {str(page): [k for k, _ in self.session.waiting(page)]
+                                              for page in self.clients.values()},
                                   "clients": len(self.clients), "goal_active": self.session.goal_active})
 
     async def _started(self, app: web.Application) -> None:
@@ -112,23 +114,25 @@ class ArServer:
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=WS_HARD_LIMIT, heartbeat=20.0)
         await ws.prepare(request)
-        self.clients.add(ws)
+        page = self.session.open_page()
+        self.clients[ws] = page
         self.session.counts["ws.connected"] += 1
-        await self._send(ws, self._status())
+        await self._send(ws, self._status(page))
         try:
             async for msg in ws:
                 if msg.type == WSMsgType.BINARY:
-                    await self._on_frame(ws, msg.data)
+                    await self._on_frame(ws, page, msg.data)
                 elif msg.type == WSMsgType.TEXT:
-                    await self._on_text(ws, msg.data)
+                    await self._on_text(ws, page, msg.data)
                 elif msg.type == WSMsgType.ERROR:
                     self.session.counts["message.dropped.ws_error"] += 1
         finally:
-            self.clients.discard(ws)
+            self.clients.pop(ws, None)
+            self.session.close_page(page)
         return ws
 
-    async def _on_frame(self, ws: web.WebSocketResponse, data: bytes) -> None:
-        frame = self.session.frame(data)
+    async def _on_frame(self, ws: web.WebSocketResponse, page: int, data: bytes) -> None:
+        frame = self.session.frame(page, data)
         if frame is None:
             await self._send(ws, server_message("dropped", what=self.session.last_drop))
             return
@@ -137,20 +141,21 @@ class ArServer:
         self._frames.append((now, frame.captured_ms))
         await self._send(ws, server_message("ack", captured_ms=frame.captured_ms))
 
-    async def _on_text(self, ws: web.WebSocketResponse, text: str) -> None:
-        message = self.session.text(text)
+    async def _on_text(self, ws: web.WebSocketResponse, page: int, text: str) -> None:
+        message = self.session.text(page, text)
         if message is None:
             if self.session.last_coarse:
-                await self._send(ws, self._status())  # a coarse fix: say at once what is awaited
+                await self._send(ws, self._status(page))  # a coarse fix: say at once what is awaited
             else:
                 await self._send(ws, server_message("dropped", what=self.session.last_drop))
             return
         if isinstance(message, Fix):
             self.stack.fix(message, self.wall())
         elif isinstance(message, Need):
-            refusal = self.session.need(message)
+            refusal = self.session.need(page, message)
             if refusal is not None:
-                await self._send(ws, server_message("refused", code=refusal.code, reason=refusal.reason))
+                await self._send(ws, server_message("refused", code=refusal.code, reason=refusal.reason,
+                                                    missing=list(refusal.missing)))
                 return
             self.cancelled_at = None
             self.stack.seek(message)
@@ -163,7 +168,7 @@ class ArServer:
         elif isinstance(message, Shown):
             self.latencies_ms.append(message.latency_ms)
         elif isinstance(message, Heading):
-            pass  # kept by the session; it goes with the next fix
+            pass  # kept by the session as this page's; it goes with the page's next fix
 
     # -- the stack's events -------------------------------------------------------------------------
 
@@ -175,7 +180,7 @@ class ArServer:
     async def event(self, kind: str, body: dict[str, Any]) -> None:
         if kind == "ready":
             self.session.stack_ready = True
-            await self._broadcast(self._status())
+            await self._broadcast_status()
         elif kind == "note":
             self.session.stack_note = str(body.get("text", ""))
         elif kind == "view_set":  # the frame it was built from: the newest published before it
@@ -199,7 +204,7 @@ class ArServer:
             if body.get("outcome") == "rejected" and body.get("code") == "not_ready":
                 self.session.stack_ready = False
             await self._broadcast(server_message("result", **body))
-            await self._broadcast(self._status())
+            await self._broadcast_status()
 
     def _frame_before(self, stamp_s: float) -> Optional[float]:
         frames = list(self._frames)
@@ -208,17 +213,20 @@ class ArServer:
 
     # -- status ---------------------------------------------------------------------------------------
 
-    def _status(self) -> str:
-        return server_message("status", waiting=[[k, line] for k, line in self.session.waiting()],
+    def _status(self, page: int) -> str:
+        """What this page waits for (its own inputs and the stack's readiness)."""
+        return server_message("status", waiting=[[k, line] for k, line in self.session.waiting(page)],
                               goal_active=self.session.goal_active, min_accuracy_m=self.session.min_accuracy_m)
+
+    async def _broadcast_status(self) -> None:
+        for ws, page in list(self.clients.items()):
+            if page in self.session.pages:  # not closed while an earlier send awaited
+                await self._send(ws, self._status(page))
 
     async def _status_loop(self) -> None:
         while True:
             await asyncio.sleep(STATUS_PERIOD_S)
-            status = self._status()
-            if status != self._last_status or self.clients:
-                self._last_status = status
-                await self._broadcast(status)
+            await self._broadcast_status()
 
     async def _broadcast(self, text: str) -> None:
         for ws in list(self.clients):
@@ -230,4 +238,4 @@ class ArServer:
         try:
             await ws.send_str(text)
         except (ConnectionError, RuntimeError):  # the page went away mid-send
-            self.clients.discard(ws)
+            self.clients.pop(ws, None)

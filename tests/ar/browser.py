@@ -178,6 +178,22 @@ class Page:
         path.write_bytes(base64.b64decode(data["data"]))
         return path
 
+    async def close_tab(self) -> None:
+        """Close the tab itself (its page goes away, its WebSocket closes), then this connection."""
+        try:
+            await self.call("Page.close")
+        except (RuntimeError, asyncio.TimeoutError, ConnectionError):
+            pass  # the tab may go before it answers
+        await self.close()
+
+    async def viewport(self, width: int, height: int) -> None:
+        """A phone's screen: `width` x `height` CSS pixels, mobile, until `clear_viewport()`."""
+        await self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=2,
+                        mobile=True)
+
+    async def clear_viewport(self) -> None:
+        await self.call("Emulation.clearDeviceMetricsOverride")
+
     async def close(self) -> None:
         self._reader.cancel()
         await self._ws.close()

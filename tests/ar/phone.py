@@ -119,32 +119,45 @@ class Trial:
         self.stack.close()
 
 
+COMPASS_PERIOD_MS = 200  # a phone's compass fires many times a second, still or not
+
+
 async def heading(page: Page, heading_deg: float) -> None:
-    """The compass. The DevTools override is set (DeviceOrientation.setDeviceOrientationOverride),
-    but Chromium 156 on Linux delivers no orientation event from it, headless or under Xvfb (nor
-    from Emulation.setSensorOverrideReadings), so the same reading is also dispatched as the
-    `deviceorientationabsolute` event a phone's browser fires, through the page's own listeners."""
+    """The compass, from now on pointing at `heading_deg`. The DevTools override is set
+    (DeviceOrientation.setDeviceOrientationOverride), but Chromium 156 on Linux delivers no
+    orientation event from it, headless or under Xvfb (nor from Emulation.setSensorOverrideReadings),
+    so the reading is also dispatched as the `deviceorientationabsolute` event a phone's browser
+    fires, through the page's own listeners, and again every COMPASS_PERIOD_MS as a phone's sensor
+    does (the page holds a reading older than 2 s stale)."""
     alpha = (360.0 - heading_deg) % 360.0
     try:
         await page.heading(heading_deg)
     except RuntimeError:
         pass
-    await page.js(f"window.dispatchEvent(new DeviceOrientationEvent('deviceorientationabsolute', "
-                  f"{{alpha: {alpha}, beta: 90, gamma: 0, absolute: true}}))")
+    await page.js(f"""(() => {{
+        window.__compassAlpha = {alpha};
+        const fire = () => window.dispatchEvent(new DeviceOrientationEvent('deviceorientationabsolute',
+            {{alpha: window.__compassAlpha, beta: 90, gamma: 0, absolute: true}}));
+        if (!window.__compass) window.__compass = setInterval(fire, {COMPASS_PERIOD_MS});
+        fire();
+        return true;
+    }})()""")
 
 
-async def open_phone(browser: Browser, trial: Trial, lat: float, lon: float, heading_deg: float,
-                     accuracy_m: float = 4.0, query: str = "", camera: bool = True) -> Page:
+async def open_phone(browser: Browser, trial: Trial, lat: float, lon: float, heading_deg: Optional[float],
+                     accuracy_m: float = 4.0, query: str = "", camera: bool = True, before: str = "") -> Page:
     """A tab with geolocation (and the camera, unless `camera` is False) allowed at (lat, lon), the
-    page open and the compass set."""
+    page open and the compass set (none when `heading_deg` is None). Nothing is tapped: Chromium
+    gives the compass without "Allow compass", as Android does. `before`: a script that runs
+    before the page's own (e.g. to stand in for another browser's API)."""
     page = await browser.page()
     await page.grant(trial.origin, "geolocation", "sensors", *(("videoCapture",) if camera else ()))
     await page.position(lat, lon, accuracy_m)
+    if before:
+        await page.call("Page.addScriptToEvaluateOnNewDocument", source=before)
     await page.open(trial.url + query)
-    if await page.js("!document.getElementById('orientation-permission').hidden"):  # the page asks: tap
-        await page.js("document.getElementById('orientation-permission').click(); true", gesture=True)
-        await page.wait_for("document.getElementById('orientation-permission').hidden", 10)
-    await heading(page, heading_deg)
+    if heading_deg is not None:
+        await heading(page, heading_deg)
     return page
 
 

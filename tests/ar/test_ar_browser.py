@@ -19,7 +19,7 @@ from PIL import Image
 
 from tests.ar.browser import Browser
 from tests.ar.conftest import keep_screenshot, run
-from tests.ar.phone import ar_state, guided_walk, open_phone, seek, wait_ready_page
+from tests.ar.phone import ar_state, guided_walk, heading, open_phone, seek, wait_ready_page
 
 OVERLAY = """JSON.stringify({
   arrow: !document.getElementById('arrow-box').hidden,
@@ -52,25 +52,70 @@ async def _wait_stats(trial, predicate, timeout_s: float = 30.0) -> dict:
         await asyncio.sleep(0.1)
 
 
+# Where each line of the guidance is, and whether any of it is clipped: the guidance must show
+# whole (the reason included) above the need field, on the smallest phone screen we support.
+GUIDANCE_GEOMETRY = """JSON.stringify((() => {
+  const box = (id) => { const el = document.getElementById(id), r = el.getBoundingClientRect();
+    return {text: el.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+            scrollWidth: el.scrollWidth, clientWidth: el.clientWidth, scrollHeight: el.scrollHeight,
+            clientHeight: el.clientHeight}; };
+  return {width: innerWidth, height: innerHeight, pageWidth: document.documentElement.scrollWidth,
+          formTop: document.getElementById('need-form').getBoundingClientRect().top,
+          lines: Object.fromEntries(['guidance', 'distance', 'reason', 'step'].map((id) => [id, box(id)]))};
+})())"""
+
+GUIDANCE_GONE = """JSON.stringify({
+  guidance: document.getElementById('guidance').hidden, arrow: document.getElementById('arrow-box').hidden,
+  text: ['distance', 'reason', 'step'].map((id) => document.getElementById(id).textContent).join(''),
+  height: document.getElementById('guidance').getBoundingClientRect().height,
+  result: !document.getElementById('result').hidden})"""
+
+
+async def _guidance_geometry(page, width: int, height: int) -> dict:
+    await page.viewport(width, height)
+    try:
+        return json.loads(await page.js(GUIDANCE_GEOMETRY))
+    finally:
+        await page.clear_viewport()
+
+
+def _clipped(geometry: dict) -> list[str]:
+    """Each way the guidance is not wholly on the screen (empty: it is)."""
+    out = []
+    if geometry["pageWidth"] > geometry["width"]:
+        out.append(f"the page scrolls sideways: {geometry['pageWidth']} > {geometry['width']} px")
+    for name, line in geometry["lines"].items():
+        if line["scrollWidth"] > line["clientWidth"] or line["scrollHeight"] > line["clientHeight"]:
+            out.append(f"#{name} is cut: content {line['scrollWidth']}x{line['scrollHeight']} in "
+                       f"{line['clientWidth']}x{line['clientHeight']}")
+        if line["left"] < 0 or line["right"] > geometry["width"] or line["top"] < 0 \
+                or line["bottom"] > geometry["formTop"]:
+            out.append(f"#{name} leaves the screen or goes under the need field: {line}")
+    return out
+
+
 def _start(monaco):
     start = monaco.episodes[0].start
     node = monaco.graph.nodes[start]
     return start, node.lat, node.lon, float(node.walkable_headings[0])
 
 
-def test_one_seek_on_monaco_from_need_to_result_shows_and_speaks_every_guidance(trial, browser, monaco, tmp_path):
+def test_one_seek_on_monaco_shows_and_speaks_every_guidance_whole_on_a_360_px_screen_and_clears_it_at_the_result(
+        trial, browser, monaco, tmp_path):
     async def go():
         start, lat, lon, facing = _start(monaco)
         page = await open_phone(browser, trial, lat, lon, facing)
         await wait_ready_page(page)
         baseline = await ar_state(page)
         await seek(page, "I am thirsty")
-        overlays, spoken_at = [], []
+        overlays, spoken_at, geometries = [], [], []
 
         async def on_guidance(index: int, state: dict) -> None:
             await page.wait_for("document.getElementById('step').textContent !== ''", 10)
             overlays.append(json.loads(await page.js(OVERLAY)))
             spoken_at.append(len(state["spoken"]))
+            for width, height in ((360, 640), (412, 915)):  # the narrowest phone screen, and a common one
+                geometries.append(await _guidance_geometry(page, width, height))
             if index == 2:  # mid-Seek: the overlay over the live video, on the screenshot too
                 shot = await page.screenshot(tmp_path / "mid_seek.png")
                 keep_screenshot(shot)
@@ -79,10 +124,11 @@ def test_one_seek_on_monaco_from_need_to_result_shows_and_speaks_every_guidance(
                 assert arrow_yellow.sum() > 200, "the yellow guidance arrow is not on the screenshot"
 
         final = await guided_walk(page, monaco.graph, start, on_guidance=on_guidance, baseline=baseline)
+        after_result = json.loads(await page.js(GUIDANCE_GONE))
         await page.close()
-        return final, overlays, spoken_at
+        return final, overlays, spoken_at, geometries, after_result
 
-    final, overlays, spoken_at = run(go())
+    final, overlays, spoken_at, geometries, after_result = run(go())
     shown = final["ar"]["guidanceShown"]
     result = final["ar"]["results"][-1]
     assert result["outcome"] in ("found", "budget"), result
@@ -95,6 +141,14 @@ def test_one_seek_on_monaco_from_need_to_result_shows_and_speaks_every_guidance(
     assert len(final["spoken"]) == shown + 1  # and the result
     ros_guidance = trial.counts()["guidance"]
     assert len({vid for vid, _ in ros_guidance}) >= shown
+    # the whole guidance line, reason included, on a 360 px and a 412 px screen
+    reasons = [g["lines"]["reason"]["text"] for g in geometries]
+    assert max(map(len, reasons)) > 40, f"no guidance long enough to test the fit: {reasons}"
+    assert sorted({g["width"] for g in geometries}) == [360, 412]
+    for geometry in geometries:
+        assert _clipped(geometry) == [], (geometry["width"], geometry["lines"]["reason"]["text"], _clipped(geometry))
+    # the result replaced the guidance: nothing of it stays on the screen above the result
+    assert after_result == {"guidance": True, "arrow": True, "text": "", "height": 0, "result": True}, after_result
 
 
 def test_a_wrong_or_missing_token_gets_403_and_nothing_reaches_ros(trial, browser):
@@ -207,6 +261,7 @@ def test_a_cancel_holds_within_a_second_and_nothing_moves_or_guides_after(trial,
         hold_at = min(t for k, t in _after(counts["commands"], clicked) if k == "hold")
         await page.wait_for("window.__ar.results.length > 0", 10)
         result = (await ar_state(page))["ar"]["results"][-1]
+        cleared = json.loads(await page.js(GUIDANCE_GONE))
         # the stack keeps hearing the phone: wait for five more fixes to pass through it
         fixes = counts["fixes"]
         later = await _wait_counts(trial, lambda c: c["fixes"] >= fixes + 5, 30)
@@ -221,11 +276,12 @@ def test_a_cancel_holds_within_a_second_and_nothing_moves_or_guides_after(trial,
         fixes = trial.counts()["fixes"]
         after_race = await _wait_counts(trial, lambda c: c["fixes"] >= fixes + 3, 30)
         await page.close()
-        return shown, clicked, hold_at, result, later, state, raced, raced_result, after_race
+        return shown, clicked, hold_at, result, cleared, later, state, raced, raced_result, after_race
 
-    shown, clicked, hold_at, result, later, state, raced, raced_result, after_race = run(go())
+    shown, clicked, hold_at, result, cleared, later, state, raced, raced_result, after_race = run(go())
     assert hold_at - clicked < 1.0, f"the hold came {hold_at - clicked:.3f} s after the cancel"
     assert result["outcome"] == "cancelled", result
+    assert cleared == {"guidance": True, "arrow": True, "text": "", "height": 0, "result": True}, cleared
     assert [k for k, _ in _after(later["commands"], hold_at)] == [], "motion after the hold"
     assert _after(later["guidance"], hold_at) == [], "guidance after the hold"
     assert state["ar"]["guidanceShown"] == shown and state["ar"]["guidanceAfterCancel"] == 0
@@ -302,3 +358,119 @@ def test_a_hundred_malformed_messages_are_counted_and_dropped_and_the_server_kee
         assert dropped.get(reason, 0) > 0, (reason, dropped)
     assert page_status == 200
     assert stats["counts"].get("goal.sent", 0) == stats0["counts"].get("goal.sent", 0)
+
+
+# iOS Safari's compass permission, stood in for in Chromium: asked outside a tap it is refused, as
+# Safari refuses it; asked from the tap it is granted. Readings then come as webkitCompassHeading.
+IOS_COMPASS = """
+DeviceOrientationEvent.requestPermission = () => navigator.userActivation.isActive
+  ? Promise.resolve('granted')
+  : Promise.reject(new DOMException('Requesting device orientation access requires a user gesture', 'NotAllowedError'));
+"""
+IOS_READING = """(() => {
+  const e = new DeviceOrientationEvent('deviceorientation', {alpha: 80, beta: 90, gamma: 0, absolute: false});
+  Object.defineProperty(e, 'webkitCompassHeading', {value: 123});
+  window.dispatchEvent(e);
+  return true;
+})()"""
+
+
+def test_the_compass_comes_without_a_tap_where_the_browser_gives_it_and_allow_compass_only_where_it_must(
+        trial, browser, monaco):
+    async def go():
+        _, lat, lon, facing = _start(monaco)
+        android = await open_phone(browser, trial, lat, lon, facing)  # nothing tapped
+        await android.wait_for("window.__ar.headingsSent > 0 && window.__ar.statuses > 0 && "
+                               "!window.__ar.waiting.includes('heading')", 20)
+        chromium = json.loads(await android.js(
+            "JSON.stringify({button: !document.getElementById('orientation-permission').hidden, "
+            "shown: window.__ar.compassButtonShown, heading: window.__ar.lastHeadingSent})"))
+        ios = await open_phone(browser, trial, lat, lon, None, before=IOS_COMPASS)
+        await ios.wait_for("!document.getElementById('orientation-permission').hidden", 20)
+        await ios.wait_for("window.__ar.statuses > 0", 20)
+        asked = json.loads(await ios.js(
+            "JSON.stringify({line: document.getElementById('wait-heading').textContent, "
+            "sent: window.__ar.headingsSent, waiting: window.__ar.waiting})"))
+        await ios.js("document.getElementById('orientation-permission').click(); true", gesture=True)
+        await ios.wait_for("document.getElementById('orientation-permission').hidden", 10)
+        await ios.js(IOS_READING)
+        await ios.wait_for("window.__ar.lastHeadingSent === 123", 10)
+        await ios.close()
+        await android.close()
+        return chromium, asked
+
+    chromium, asked = run(go())
+    assert chromium["button"] is False and chromium["shown"] is False, chromium
+    assert abs(chromium["heading"] - float(_start(monaco)[3])) < 0.01, chromium
+    assert "Allow compass" in asked["line"] and asked["sent"] == 0 and "heading" in asked["waiting"], asked
+
+
+async def _refusal(page) -> dict:
+    await page.wait_for("!document.getElementById('refused').hidden", 20)
+    return json.loads(await page.js("JSON.stringify({code: document.getElementById('refused').dataset.code, "
+                                    "text: document.getElementById('refused').textContent})"))
+
+
+def test_a_page_with_no_heading_of_its_own_cannot_start_a_seek_while_another_page_has_one(trial, browser, monaco):
+    async def go():
+        _, lat, lon, facing = _start(monaco)
+        before, stats0 = trial.counts(), await trial.stats()
+        with_compass = await open_phone(browser, trial, lat, lon, facing)
+        await wait_ready_page(with_compass)
+        without = await open_phone(browser, trial, lat, lon, None)
+        # everything but the heading: the server waits for this page's heading alone
+        await without.wait_for("JSON.stringify(window.__ar.waiting) === '[\"heading\"]'", 60)
+        line = await without.js("document.getElementById('wait-heading').textContent")
+        await seek(without, "I am thirsty")
+        refused = await _refusal(without)
+        stats = await _wait_stats(trial, lambda s: s["counts"].get("goal.refused.waiting.heading", 0)
+                                  > stats0["counts"].get("goal.refused.waiting.heading", 0))
+        other_ready = await with_compass.js("JSON.stringify(window.__ar.waiting)")
+        after = trial.counts()
+        await without.close()
+        await with_compass.close()
+        return line, refused, stats0, stats, other_ready, before, after
+
+    line, refused, stats0, stats, other_ready, before, after = run(go())
+    assert line.startswith("waiting for the compass heading"), line
+    assert refused["code"] == "waiting", refused
+    assert refused["text"] == ("waiting for the compass heading: this page has sent none (allow motion and "
+                               "orientation access)"), refused
+    assert other_ready == "[]"  # the other page has a heading: it is its own, not this one's
+    assert stats["counts"].get("goal.sent", 0) == stats0["counts"].get("goal.sent", 0)
+    assert after["goals"] == before["goals"], "a goal reached ROS from a page without a heading"
+
+
+def test_two_pages_one_after_the_other_do_not_share_a_heading(trial, browser, monaco):
+    async def go():
+        _, lat, lon, facing = _start(monaco)
+        before, stats0 = trial.counts(), await trial.stats()
+        first = await open_phone(browser, trial, lat, lon, facing)
+        await wait_ready_page(first)
+        clients = (await trial.stats())["clients"]
+        await first.close_tab()  # its compass was firing until now
+        closed = time.monotonic()
+        await _wait_stats(trial, lambda s: s["clients"] < clients, 10)
+        second = await open_phone(browser, trial, lat, lon, None)
+        await second.wait_for("window.__ar.statuses > 0", 20)
+        await seek(second, "I am thirsty")  # at once, while the first page's heading would be fresh
+        at_once = await _refusal(second)
+        at_once_s = time.monotonic() - closed
+        await second.wait_for("JSON.stringify(window.__ar.waiting) === '[\"heading\"]'", 60)
+        await seek(second, "I am thirsty")
+        stats = await _wait_stats(trial, lambda s: s["counts"].get("goal.refused.waiting.heading", 0)
+                                  >= stats0["counts"].get("goal.refused.waiting.heading", 0) + 2)
+        later = await _refusal(second)
+        await heading(second, facing)  # its own compass: now it waits for nothing
+        await wait_ready_page(second)
+        after = trial.counts()
+        await second.close()
+        return at_once, at_once_s, later, stats0, stats, before, after
+
+    at_once, at_once_s, later, stats0, stats, before, after = run(go())
+    print(f"the second page asked {at_once_s:.1f} s after the first closed")
+    for refused in (at_once, later):
+        assert refused["code"] == "waiting" and "waiting for the compass heading: this page has sent none" \
+            in refused["text"], refused
+    assert stats["counts"].get("goal.sent", 0) == stats0["counts"].get("goal.sent", 0)
+    assert after["goals"] == before["goals"]

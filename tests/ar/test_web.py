@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import aiohttp
 from aiohttp.test_utils import TestClient, TestServer
@@ -41,11 +42,16 @@ async def _client(server: ArServer) -> TestClient:
     return client
 
 
-async def _until(ws, kind: str) -> dict:
-    while True:
+async def _until(ws, kind: str, timeout_s: float = 10.0) -> dict:
+    """The next message of `kind` (the status comes every second, so the deadline is overall)."""
+    deadline = time.monotonic() + timeout_s
+    seen = []
+    while time.monotonic() < deadline:
         msg = json.loads((await ws.receive(timeout=5)).data)
         if msg["type"] == kind:
             return msg
+        seen.append(msg["type"])
+    raise TimeoutError(f"no {kind!r} message within {timeout_s:g} s; got {seen}")
 
 
 def test_without_the_token_every_route_is_403_and_nothing_is_passed_on():
@@ -106,6 +112,57 @@ def test_frames_and_fixes_pass_a_need_waits_and_guidance_names_its_frame():
     assert guidance["frame_captured_ms"] == 5.0 and guidance["decision_s"] == 0.25  # the frame before the view set
     assert stack.cancels == 1 and server.session.counts["guidance.after_end"] == 1
     assert server.latencies_ms == [42.0]
+
+
+async def _ready_page(ws, heading: bool) -> None:
+    """A frame and a good fix from this socket's page, with its compass heading unless not."""
+    await ws.send_bytes(encode_frame(jpeg(64, 48), 5.0))
+    await _until(ws, "ack")
+    await ws.send_str('{"type":"fix","lat":43.7,"lon":7.4,"accuracy_m":3' + (',"heading_deg":90}' if heading else "}"))
+
+
+def test_each_socket_is_its_own_page_and_a_seek_needs_its_own_heading():
+    async def go():
+        stack = Recorder()
+        server = ArServer(ArSession(), stack, TOKEN)
+        client = await _client(server)
+        try:
+            await server.event("ready", {})
+            first = await client.ws_connect(f"/ws?token={TOKEN}")
+            await _ready_page(first, heading=True)
+            second = await client.ws_connect(f"/ws?token={TOKEN}")  # beside the first
+            await _ready_page(second, heading=False)
+            await second.send_str('{"type":"need","text":"I am thirsty"}')
+            beside = await _until(second, "refused")
+            stats = await (await client.get(f"/stats?token={TOKEN}")).json()
+            await first.close()
+            await second.close()
+            while server.clients:
+                await asyncio.sleep(0.01)
+            third = await client.ws_connect(f"/ws?token={TOKEN}")  # one after the other
+            status = await _until(third, "status")
+            await _ready_page(third, heading=False)
+            await third.send_str('{"type":"need","text":"I am thirsty"}')
+            after = await _until(third, "refused")
+            await third.send_str('{"type":"heading","heading_deg":180}')  # its own heading: now it starts
+            await third.send_str('{"type":"need","text":"I am thirsty"}')
+            started = await _until(third, "started")
+            await third.close()
+            while server.clients:
+                await asyncio.sleep(0.01)
+            return stack, beside, stats, status, after, started, server
+        finally:
+            await client.close()
+
+    stack, beside, stats, status, after, started, server = asyncio.run(go())
+    for refused in (beside, after):
+        assert refused["code"] == "waiting" and refused["missing"] == ["heading"], refused
+        assert refused["reason"].startswith("waiting for the compass heading: this page has sent none"), refused
+    assert sorted(stats["waiting"].values()) == [[], ["heading"]]  # each page's own status
+    assert [k for k, _ in status["waiting"]] == ["camera", "fix", "heading"]
+    assert started["need"] == "I am thirsty" and len(stack.goals) == 1
+    assert [f.heading_deg for f in stack.fixes] == [90.0, None, None]  # no fix borrowed a heading
+    assert server.session.pages == {} and server.session.counts["goal.refused.waiting.heading"] == 2
 
 
 def test_a_message_over_the_hard_limit_closes_only_its_own_socket():

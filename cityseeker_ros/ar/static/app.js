@@ -8,14 +8,19 @@ const FPS_MAX = 5, FPS_MIN = 1;        // frames a second, adapted to the link b
 const FIX_REPEAT_MS = 1000;            // the latest fix again each second: the stack knows we are here
 const FIX_MAX_AGE_MS = 30000;          // ... while it is younger than this
 const FIX_REFRESH_MS = 4000;           // older than this: ask the receiver again
+// A phone's compass fires many times a second: a reading older than this is no longer where the
+// phone points, so it is neither sent nor shown (the server drops a heading after 3 s, docs/ar.md).
+const HEADING_FRESH_MS = 2000;
+const HEADING_REPEAT_MS = 1000;        // a fresh heading goes again each second, changed or not
 const state = {
-  ws: null, connected: false, heading: null, headingAbsolute: false, fix: null,
+  ws: null, connected: false, heading: null, headingAt: -Infinity, headingAbsolute: false, fix: null,
   cameraOk: false, inFlight: false, lastSentAt: 0, rttMs: 400, waiting: [],
   goalActive: false, cancelled: false, lastGuidance: null, lastFeedback: null, spokenFor: "",
 };
 // Counters a test (or a curious tester) can read: nothing else depends on them.
 window.__ar = { framesSent: 0, framesAcked: 0, fixesSent: 0, headingsSent: 0, guidanceShown: 0,
-                guidanceAfterCancel: 0, results: [], lastLatencyMs: null, fps: 0 };
+                guidanceAfterCancel: 0, results: [], lastLatencyMs: null, fps: 0, statuses: 0, waiting: [],
+                compassButtonShown: false, lastHeadingSent: null };
 
 // -- the server --------------------------------------------------------------------------------
 function connect() {
@@ -24,7 +29,7 @@ function connect() {
   ws.binaryType = "arraybuffer";
   ws.onopen = () => {
     state.connected = true; state.inFlight = false;
-    if (state.heading !== null) send({ type: "heading", heading_deg: state.heading });
+    sendHeading();
     if (state.fix) sendFix();
     render();
   };
@@ -40,7 +45,8 @@ function send(obj) {
 
 function onMessage(m) {
   switch (m.type) {
-    case "status": state.waiting = m.waiting || []; state.goalActive = !!m.goal_active; render(); break;
+    case "status": state.waiting = m.waiting || []; state.goalActive = !!m.goal_active;
+      window.__ar.waiting = state.waiting.map((w) => w[0]); window.__ar.statuses++; render(); break;
     case "ack": {
       state.inFlight = false;
       const rtt = performance.now() - m.captured_ms;
@@ -49,10 +55,10 @@ function onMessage(m) {
       break;
     }
     case "started": state.goalActive = true; state.cancelled = false; $("result").hidden = true;
-      $("refused").hidden = true; render(); break;
+      $("refused").hidden = true; clearGuidance(); render(); break;
     case "cancelling": state.cancelled = true; render(); break;
     case "refused": showRefused(m); break;
-    case "feedback": state.lastFeedback = m; showStep(); break;
+    case "feedback": if (state.goalActive) { state.lastFeedback = m; showStep(); } break;
     case "guidance": showGuidance(m); break;
     case "result": showResult(m); break;
     default: break;
@@ -142,8 +148,20 @@ function startGeolocation() {
 function sendFix() {
   const f = state.fix;
   const body = { type: "fix", lat: f.lat, lon: f.lon, accuracy_m: f.accuracy_m };
-  if (state.heading !== null) body.heading_deg = state.heading;
+  const heading = freshHeading();
+  if (heading !== null) body.heading_deg = heading;
   if (send(body)) window.__ar.fixesSent++;
+}
+
+function freshHeading() {
+  return state.heading !== null && performance.now() - state.headingAt < HEADING_FRESH_MS ? state.heading : null;
+}
+
+function sendHeading() {
+  const heading = freshHeading();
+  if (heading === null) return;
+  state.headingSentAt = performance.now();
+  if (send({ type: "heading", heading_deg: heading })) { window.__ar.headingsSent++; window.__ar.lastHeadingSent = heading; }
 }
 
 function onOrientation(e) {
@@ -154,29 +172,37 @@ function onOrientation(e) {
   if (heading === null) return;
   if (e.type === "deviceorientation" && state.headingAbsolute && typeof e.webkitCompassHeading !== "number") return;
   if (e.type === "deviceorientationabsolute") state.headingAbsolute = true;
-  const changed = state.heading === null || Math.abs(((heading - state.heading + 540) % 360) - 180) > 2;
-  state.heading = heading;
-  if (changed && performance.now() - (state.headingSentAt || 0) > 250) {
-    state.headingSentAt = performance.now();
-    if (send({ type: "heading", heading_deg: heading })) window.__ar.headingsSent++;
-  }
+  const stale = freshHeading() === null;
+  const changed = stale || Math.abs(((heading - state.heading + 540) % 360) - 180) > 2;
+  state.heading = heading; state.headingAt = performance.now();
+  $("orientation-permission").hidden = true;   // the browser gives readings: nothing to ask
+  if (changed && performance.now() - (state.headingSentAt || 0) > 250) sendHeading();
+  if (stale) render();
   pointArrow();
 }
 
 function startOrientation() {
-  const needsPermission = typeof DeviceOrientationEvent !== "undefined"
-    && typeof DeviceOrientationEvent.requestPermission === "function";   // iOS 13+: only after a tap
-  const listen = () => {
-    window.addEventListener("deviceorientationabsolute", onOrientation);
-    window.addEventListener("deviceorientation", onOrientation);
-  };
-  if (!needsPermission) { listen(); return; }
+  // Listen at once: most browsers (Android Chrome, desktop Chromium, Firefox) give readings without
+  // a tap. Only where the browser refuses without one (iOS Safari's requestPermission outside a
+  // user gesture) does the page show "Allow compass".
+  window.addEventListener("deviceorientationabsolute", onOrientation);
+  window.addEventListener("deviceorientation", onOrientation);
+  setInterval(() => { if (performance.now() - (state.headingSentAt || 0) >= HEADING_REPEAT_MS) sendHeading(); },
+              HEADING_REPEAT_MS / 4);
+  if (typeof DeviceOrientationEvent === "undefined" || typeof DeviceOrientationEvent.requestPermission !== "function")
+    return;
   const button = $("orientation-permission");
-  button.hidden = false;
+  // Asked without a tap: Chromium answers "granted"; iOS Safari refuses unless already granted.
+  DeviceOrientationEvent.requestPermission().then((answer) => answer === "granted", () => false).then((granted) => {
+    if (granted || freshHeading() !== null) return;
+    button.hidden = false;
+    window.__ar.compassButtonShown = true;
+    render();
+  });
   button.onclick = async () => {
     try {
       const answer = await DeviceOrientationEvent.requestPermission();
-      if (answer === "granted") { button.hidden = true; listen(); }
+      if (answer === "granted") button.hidden = true;
       else button.textContent = "Compass refused: allow Motion & Orientation Access in Settings > Safari, then tap";
     } catch (err) { button.textContent = `Compass: ${err.message}`; }
   };
@@ -257,15 +283,22 @@ const ENDINGS = { found: "Arrived", answered: "Answered", budget: "Budget spent"
                   failed: "Failed", rejected: "Not started", pilot_override: "Pilot took over",
                   link_lost: "Link lost" };
 
+function clearGuidance() {
+  // The guidance belongs to the Seek that gave it: once it ends, none of it stays on the screen.
+  state.lastGuidance = null; state.lastFeedback = null;
+  $("guidance").hidden = true; $("arrow-box").hidden = true;
+  for (const id of ["distance", "reason", "step"]) $(id).textContent = "";
+}
+
 function showResult(m) {
   state.goalActive = false;
+  clearGuidance();
   window.__ar.results.push(m);
   const box = $("result");
   box.textContent = `${ENDINGS[m.outcome] || m.outcome}: ${m.reason || m.line || ""}`;
   box.dataset.outcome = m.outcome;
   box.className = m.outcome === "found" ? "" : "ended";
   box.hidden = false;
-  $("arrow-box").hidden = true;
   say(ENDINGS[m.outcome] || m.outcome);
   render();
 }
@@ -286,8 +319,10 @@ function render() {
        state.cameraOk ? waiting.camera : "waiting for camera permission");
   line("wait-fix", !!state.fixError || !!waiting.fix || !state.connected,
        state.fixError || waiting.fix || "waiting for a location fix");
-  line("wait-heading", state.heading === null || !!waiting.heading,
-       state.heading === null ? "waiting for the compass heading" : waiting.heading);
+  const compass = freshHeading() !== null;
+  line("wait-heading", !compass || !!waiting.heading,
+       compass ? waiting.heading : "waiting for the compass heading" +
+         ($("orientation-permission").hidden ? "" : ": tap Allow compass"));
   $("cancel").hidden = !state.goalActive;
   $("go").disabled = state.goalActive;
 }
