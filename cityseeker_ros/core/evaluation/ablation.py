@@ -23,7 +23,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.config import SUMMARY_FILE, BenchmarkConfig
@@ -32,6 +32,7 @@ from cityseeker_ros.core.evaluation.report.tables import Table, fmt, fmt_mean_sd
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.infra.key_value import parse_key_value
+from cityseeker_ros.core.infra.progress import say
 from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
@@ -195,17 +196,20 @@ class AblationConfig:
 # ---------------------------------------------------------------- running
 
 def run_ablation(config: AblationConfig, out_dir: Path, progress: bool = True,
-                 command: Optional[str] = None) -> dict[str, Any]:
+                 command: Optional[str] = None, progress_stream: Optional[TextIO] = None) -> dict[str, Any]:
     """Run (or resume) every policy x cell into OUT/<policy>/<cell>/, then write ablation.json,
-    ablation.md and ablation.html; returns what ablation.json holds."""
+    ablation.md and ablation.html; returns what ablation.json holds. `progress`: a line per run
+    and each run's episodes done of total, rate and time left on `progress_stream` (stderr)."""
     out, command = Path(out_dir), command or redact_command(sys.argv)
     runs = config.runs()
     results: dict[str, dict[str, Any]] = {}
     for n, (policy, cell, bench) in enumerate(runs, start=1):
         folder = out / folder_name(policy["label"]) / folder_name(cell["label"])
+        step = f"[{n}/{len(runs)}] policy {policy['label']}, cell {cell['label']}"
         if progress:
-            print(f"[{n}/{len(runs)}] policy {policy['label']}, cell {cell['label']} -> {folder}", file=sys.stderr)
-        summary = Benchmark(bench).run(folder, progress=progress, command=command)
+            say(f"{step} -> {folder}", progress_stream)
+        summary = Benchmark(bench).run(folder, progress=progress, command=command, progress_label=step,
+                                       progress_stream=progress_stream)
         results.setdefault(policy["label"], {})[cell["label"]] = {
             "path": str(folder), "summary": str(folder / SUMMARY_FILE), "strategies": cell["strategies"],
             "oracle": is_oracle(cell), "synthetic": bool(summary["config"].get("synthetic")),

@@ -13,10 +13,11 @@ import platform
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from cityseeker_ros.core.evaluation.episode_run import EpisodeRunner
 from cityseeker_ros.core.evaluation.metrics import summarize
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import EpisodeLog, write_json_atomic
+from cityseeker_ros.core.infra.progress import Progress
 from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.infra.text import clean_json
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
@@ -70,7 +72,10 @@ class Benchmark:
     def manifest(self, command: Optional[str] = None) -> dict[str, Any]:
         return run_manifest(self.config, self.worlds, self.runner.view_sources, command)
 
-    def run(self, out_dir: Path, progress: bool = True, command: Optional[str] = None) -> dict[str, Any]:
+    def run(self, out_dir: Path, progress: bool = True, command: Optional[str] = None,
+            progress_label: Optional[str] = None, progress_stream: Optional[TextIO] = None) -> dict[str, Any]:
+        """`progress`: episodes done of total, rate and time left on `progress_stream` (stderr):
+        a line rewritten in place on a terminal, one a minute in a log, and a final line."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         if self.config.supervised and self.config.memory is None:
@@ -78,13 +83,13 @@ class Benchmark:
         tasks = self.tasks()
         with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks], group_commit=True) as output:
             todo = [t for t in tasks if self.key(t) not in output.done]
-            bar = _progress(len(tasks), len(tasks) - len(todo), progress)
-            try:
+            label = progress_label or f"benchmark {self.config.policy}"
+            with (Progress(label, len(tasks), stream=progress_stream, already_done=len(tasks) - len(todo))
+                  if progress else nullcontext()) as bar:
                 for record in self._execute(todo):
                     output.add(record)
-                    bar.update(1)
-            finally:
-                bar.close()
+                    if bar is not None:
+                        bar.advance()
             return output.write_summary(self.execution)
 
     def _execute(self, todo: list[tuple[str, int, int]]) -> Iterator[dict[str, Any]]:
@@ -297,11 +302,3 @@ def _count(values) -> dict[str, int]:
     for v in values:
         out[v] = out.get(v, 0) + 1
     return dict(sorted(out.items()))
-
-
-def _progress(total: int, initial: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, disable=not enabled, unit="ep", dynamic_ncols=True,
-                file=sys.stderr, desc="episodes")
-
