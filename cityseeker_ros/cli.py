@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros import __version__
+from cityseeker_ros.command_extras import check_extras
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.infra.redact import redact_logging, redact_text
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
-from cityseeker_ros.core.tasks.family import parse_families
+from cityseeker_ros.core.tasks.family import get_family, parse_families
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES
 
 
@@ -114,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("out", type=Path, help="a benchmark output folder (with summary.json)")
 
     c = sub.add_parser("compare", help="print benchmark runs side by side (they must cover the same episodes), with a "
-                       "one-line reading when random and oracle rows are among them")
+                       "one-line reading when the family's chance and ceiling rows are among them (random and oracle; "
+                       "for questions question-random and question-oracle)")
     c.add_argument("runs", nargs="+", type=Path, help="two or more benchmark output folders")
     c.add_argument("--out", type=Path, help="also write the table as Markdown to this file")
 
@@ -714,10 +716,11 @@ def _seek_options(sub: Any) -> None:
                         "also a simulated walker), send one Seek goal, print each step and the result, stop "
                         "every process started. Ctrl-C cancels the goal (the vehicle holds). A refused goal "
                         "prints 'result: rejected (CODE): reason' (bad_need, bad_budget before anything "
-                        "starts; busy, estop, no_fix, off_graph, outside_geofence from the server). Exit status: "
-                        "0 the goal ran its course (arrived, answered, or its budget spent), 1 it ended otherwise "
-                        "(cancelled, failed), 3 it was rejected, 4 a pilot took the vehicle, 5 the vehicle bridge "
-                        "lost its link, 2 an error (a bad option, a node that failed).")
+                        "starts; busy, estop, no_fix, off_graph, outside_geofence, bad_family from the server). "
+                        "Exit status: 0 the goal ran its course (arrived, answered, or its budget spent), 1 it "
+                        "ended otherwise (cancelled, failed), 3 it was rejected, 4 a pilot took the vehicle, 5 the "
+                        "vehicle bridge lost its link, 2 an error (a bad option such as an unknown --family or "
+                        "--policy, a node that failed), 130 interrupted by Ctrl-C.")
     sk.add_argument("need", help=f"the need in words, e.g. 'I am thirsty' (at most {MAX_NEED_CHARS} characters)")
     sk.add_argument("--world", required=True, type=Path, help="the world folder, e.g. worlds/monaco (`cityseeker "
                     "world build`)")
@@ -732,8 +735,10 @@ def _seek_options(sub: Any) -> None:
                     help="what NEED is: a need (needs, default), a landmark goal (landmarks: '300 m north-east of "
                     "the cathedral') or a question (questions: the result carries the answer)")
     sk.add_argument("--max-steps", type=int, default=0, metavar="N",
-                    help=f"the goal's step budget, 1 to {MAX_BUDGET_STEPS} steps; 0 (the default): the run's "
-                    f"budget of {DEFAULT_MAX_STEPS} steps")  # docs/seek.md says it in these words
+                    help=f"the goal's step budget, 1 to {MAX_BUDGET_STEPS} steps; 0 (the default): the family's, "
+                    f"{DEFAULT_MAX_STEPS} steps for a need or a landmark goal, "
+                    f"{get_family('questions').goal_budget(DEFAULT_MAX_STEPS)} for a question")
+    # docs/seek.md says it in these words
     sk.add_argument("--start", metavar="NODE_ID|LAT,LON", help="where the simulated walker starts: a node of the "
                     "world's street graph (e.g. n01117) or a position on it (default: where the world's first "
                     "task starts)")
@@ -825,6 +830,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     redact_logging()  # no credential reaches the terminal or a captured log
     args = build_parser().parse_args(argv)
     try:
+        check_extras(args)  # a missing extra ends the command here, before anything starts
         return COMMANDS[args.command](args)
     except CitySeekerError as exc:
         print(f"cityseeker: error: {redact_text(str(exc))}", file=sys.stderr)

@@ -283,7 +283,8 @@ def test_seek_has_its_own_options_and_no_benchmark_ones():
 def test_seek_max_steps_means_one_thing_in_the_help_and_in_docs_seek_md():
     """The docs said 0 means the run's budget while the command refused 0."""
     help_text = next(a.help for a in _seek_parser()._actions if "--max-steps" in a.option_strings)
-    assert help_text == "the goal's step budget, 1 to 1000 steps; 0 (the default): the run's budget of 35 steps"
+    assert help_text == ("the goal's step budget, 1 to 1000 steps; 0 (the default): the family's, 35 steps for a "
+                         "need or a landmark goal, 50 for a question")
     doc = " ".join((REPO / "docs" / "seek.md").read_text(encoding="utf-8").split())
     assert f"`--max-steps N`: {help_text}" in doc
 
@@ -342,20 +343,82 @@ def _safety_file(tmp_path: Path) -> Path:
 
 
 def test_seek_refuses_an_unknown_goal_family_at_once_naming_the_known(monaco_dir, no_process, capsys):
+    """An unknown family is a bad option, exit 2 like an unknown policy (it was the server's
+    bad_family rejection, exit 3); the server still answers bad_family to other clients."""
     code, took = _timed_main(["seek", "what is the cafe called?", "--world", str(monaco_dir), "--policy", "ocr-embed",
                               "--family", "quests"])
     out, err = capsys.readouterr()
-    assert code == 3 and err == "" and took < REFUSED_AT_ONCE_S and list(no_process.iterdir()) == []
-    assert out == ("result: rejected (bad_family): unknown task family 'quests'; known: landmarks, needs, "
+    assert code == 2 and out == "" and took < REFUSED_AT_ONCE_S and list(no_process.iterdir()) == []
+    assert err == ("cityseeker: error: --family quests: unknown task family 'quests'; known: landmarks, needs, "
                    "questions\n")
+    doc = (REPO / "docs" / "seek.md").read_text(encoding="utf-8")
+    assert "`bad_family`" in doc and "unknown task family" in doc
+
+
+def test_a_question_seek_counts_the_questions_budget_and_a_need_the_run_s(monaco_dir):
+    """docs/tasks.md gives a question 50 steps; a question Seek ran with 35. One source:
+    TaskFamily.goal_budget (the questions family's QuestionSettings.budget)."""
+    from cityseeker_ros.cli import seek_run_config
+    from cityseeker_ros.core.tasks.family import get_family
+    from cityseeker_ros.core.tasks.questions.generator import QuestionSettings
+    from cityseeker_ros.ros.launcher import plan_seek
+
+    def budget(family: str, max_steps: int = 0) -> int:
+        args = _seek_parser().parse_args(["what is it?", "--world", str(monaco_dir), "--policy", "question-random",
+                                          "--family", family])
+        planned = plan_seek(seek_run_config(args), args.need, max_steps=max_steps, family=family)
+        counted = {n.params["max_steps"] for n in planned.nodes if "max_steps" in n.params}
+        assert counted == {planned.run.benchmark.max_steps}, counted
+        return planned.run.benchmark.max_steps
+
+    assert budget("questions") == QuestionSettings().budget == get_family("questions").goal_budget(35) == 50
+    assert budget("needs") == 35 and budget("questions", max_steps=7) == 7
+    tasks_md = (REPO / "docs" / "tasks.md").read_text(encoding="utf-8")
+    assert "| `questions` |" in tasks_md and "| 50 steps |" in tasks_md
+
+
+def test_ctrl_c_ends_a_seek_with_130_as_seek_md_says(monkeypatch, capsys):
+    """The code returned 130 while docs/seek.md said 1: 130, the shell's convention, in both."""
+    from cityseeker_ros.ros import launcher
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launcher, "run_seek", interrupted)
+    monkeypatch.setattr("cityseeker_ros.cli.check_extras", lambda args: None)
+    assert main(["seek", "I am thirsty", "--world", "w", "--policy", "random"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    doc = " ".join((REPO / "docs" / "seek.md").read_text(encoding="utf-8").split())
+    assert "| 130 | interrupted (Ctrl-C)" in doc
+    help_text = " ".join(_seek_parser().description.split())
+    assert "130 interrupted by Ctrl-C" in help_text
+
+
+def test_seek_with_an_unreachable_model_server_fails_at_once_with_the_cause_first(monaco_dir, no_process, capsys):
+    """It took 32 s and printed 'rejected (not_ready)' before the cause: the server is now asked
+    once before any node starts."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    url = f"http://127.0.0.1:{port}/v1"
+    code, took = _timed_main(["seek", "I am thirsty", "--world", str(monaco_dir), "--policy", "vlm", "--backend",
+                              "openai", "--model", "m", "--backend-param", f"base_url={url}"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith(f"cityseeker: error: cannot reach the server at {url}: connection refused"), err
+    assert "not_ready" not in err and took < 5.0 and list(no_process.iterdir()) == []
 
 
 @pytest.mark.parametrize("extra, message", [
     (["--world", "{tmp}/nope"], "--world {tmp}/nope: no such folder"),
     (["--world", "{tmp}"], "--world {tmp}: no city folder"),
+    (["--world", "{tmp}/safety.yaml"], "--world {tmp}/safety.yaml: a file; a world is a folder"),
     (["--policy", "gpt"], "unknown policy 'gpt'; known: "),
     (["--policy", "oracle"], "policy 'oracle' reads the task's target, and a Seek has none"),
-    (["--param", "nope=1"], "policy 'ocr-embed': bad parameters ['nope']"),
+    (["--param", "nope=1"], "policy 'ocr-embed': bad parameters ['nope']: no parameter 'nope'; it takes: stop_score"),
+    (["--param", "det_max_sid=320"], "no parameter 'det_max_sid' (did you mean det_max_side?); it takes: "),
     (["--source", "cam"], "unknown frame source 'cam'; known: "),
     (["--source-param", "views=nope"], "--source replay: unknown view source 'nope'"),
     (["--safety-config", "{tmp}/safety.yaml"], "safety_config {tmp}/safety.yaml: safety.geofence.circle.radius_m"),
@@ -370,8 +433,9 @@ def test_seek_refuses_an_unknown_goal_family_at_once_naming_the_known(monaco_dir
     (["--vehicle", "mavlink:udp://127.0.0.1:14540"], "safety_config is required for the mavlink link (it flies)"),
     (["--vehicle", "airsim", "--safety-config", "config/safety.yaml"], "link_params anchor is required"),
     (["--vehicle", "mavlink:udp://127.0.0.1:14540", "--walker", "sim"], "--walker sim and --vehicle mavlink"),
-], ids=["no-world", "not-a-world", "policy", "privileged", "param", "source", "source-param", "safety", "near-node",
-        "node", "off-graph", "bad-position", "device", "vehicle-name", "vehicle-no-connection", "vehicle-scheme",
+], ids=["no-world", "not-a-world", "world-file", "policy", "privileged", "param", "param-misspelt", "source",
+        "source-param", "safety", "near-node", "node", "off-graph", "bad-position", "device", "vehicle-name",
+        "vehicle-no-connection", "vehicle-scheme",
         "vehicle-unfenced", "airsim-no-anchor", "two-vehicles"])
 def test_seek_refuses_a_bad_configuration_in_one_line_before_anything_starts(monaco_dir, tmp_path, no_process,
                                                                              capsys, extra, message):
@@ -476,3 +540,23 @@ def test_seek_result_lines_say_how_the_goal_ended_in_words_that_cannot_be_misrea
         assert not any(word in line for word in ("succeeded", "aborted", "canceled"))
     assert [exit_code(o) for o in (budget, found, rejected)] == [EXIT_SUCCEEDED, EXIT_SUCCEEDED, EXIT_REJECTED]
     assert exit_code(outcome("aborted", "failed", "estop", "e-stop")) == EXIT_ENDED
+
+
+def test_seek_md_s_sample_output_names_the_nodes_the_command_starts(monaco_dir):
+    """The sample once listed a `walker` node the command no longer starts (it is the vehicle
+    bridge's walker link now): the sample's first line must name the node set plan_seek makes."""
+    import re
+
+    from cityseeker_ros.cli import seek_run_config
+    from cityseeker_ros.ros.launcher import plan_seek
+
+    doc = (REPO / "docs" / "seek.md").read_text(encoding="utf-8")
+    sample = doc[doc.index("The first prints"):]
+    listed = re.search(r"^ROS_DOMAIN_ID=\d+: ([\w, ]+); node logs in", sample, re.M).group(1).split(", ")
+    args = _seek_parser().parse_args(["I am thirsty", "--world", str(monaco_dir), "--policy", "ocr-embed",
+                                      "--max-steps", "5"])
+    planned = plan_seek(seek_run_config(args), args.need, max_steps=5)
+    assert listed == [n.name for n in planned.nodes]
+    steps = re.findall(r"^step (\d+) \((\d+) left\)", sample, re.M)
+    assert [(int(a), int(b)) for a, b in steps] == [(i, 5 - i) for i in range(5)]
+    assert re.search(r"^result: budget spent after 5 steps at n\d+ \([\d.]+ m walked\)", sample, re.M)

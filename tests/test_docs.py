@@ -7,9 +7,15 @@ examples/, ../shared), in document order (a compare follows the runs it compares
 capped to one episode of two steps, which changes how long they take, not whether they work.
 `ros2 launch` lines cannot run without a ROS 2 install, but their arguments are checked here
 as the launch files read them.
+
+Every documented `cityseeker` command also runs from the environment `make demo` builds (its
+DEMO_EXTRAS), or ends at once in one line naming the extra it lacks and `make extra-NAME`:
+`cityseeker ar` once printed two tracebacks there. The extras are made missing in a fresh
+interpreter by a sitecustomize that blocks their modules, since this venv has them all.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -23,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from cityseeker_ros.command_extras import required_extras
+from cityseeker_ros.core.infra.extras import EXTRAS
 from tests.docs_commands import DOCS, NEEDS, REPO, Command, documented_commands
 
 COMMANDS = documented_commands()
@@ -228,3 +236,176 @@ def test_the_path_reader_finds_paths_and_names():
     assert paths == ["cityseeker_ros/core/loop/", "core/infra/text.py"]
     assert names == ["core.loop.seek.SeekSession", "cityseeker_ros.core.nope"]
     assert resolves(names[0]) and not resolves(names[1]) and not resolves("core.loop.seek.Nope")
+
+
+# -- the extras a documented command needs: installed by `make demo`, or named in one line ------------
+
+DEMO_EXTRAS = tuple(re.search(r"^DEMO_EXTRAS\s*:=\s*(\S+)", (REPO / "Makefile").read_text(encoding="utf-8"),
+                              re.M).group(1).split(","))
+# Puts None in sys.modules for each name in $BLOCK_MODULES: to the interpreter that module is not installed.
+BLOCKER = "import os, sys\nfor _name in filter(None, os.environ.get('BLOCK_MODULES', '').split(',')):\n" \
+          "    sys.modules[_name] = None\n"
+
+
+def cityseeker_words(command: Command) -> list[str] | None:
+    """The words after `cityseeker` of a documented cityseeker command, else None."""
+    args = command.args()
+    if command.program.endswith("cityseeker"):
+        return args
+    if command.program in PYTHONS and args[:2] == ["-m", "cityseeker_ros"]:
+        return args[2:]
+    return None
+
+
+def extras_of(command: Command) -> list[str]:
+    """What setup.py's extras the documented command needs (cityseeker_ros/command_extras.py), parsed as typed."""
+    import contextlib
+    import io
+
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            args = _parser().parse_args(cityseeker_words(command))
+        except SystemExit:
+            pytest.fail(f"{command.where}: `{command.text}` does not parse: {err.getvalue().strip()}")
+    return required_extras(args)
+
+
+@functools.cache
+def _parser():
+    from cityseeker_ros.cli import build_parser
+
+    return build_parser()
+
+
+CITYSEEKER_COMMANDS = [c for c in COMMANDS if cityseeker_words(c) is not None]
+
+
+def _extra_requirements() -> dict[str, set[str]]:
+    """setup.py's extras as installed: extra -> the distribution names it requires (normalised)."""
+    from importlib.metadata import requires
+
+    found: dict[str, set[str]] = defaultdict(set)
+    for requirement in requires("cityseeker_ros") or []:
+        marker = re.search(r"""extra\s*==\s*['"]([\w-]+)['"]""", requirement)
+        if marker:
+            found[marker.group(1)].add(_normal(re.match(r"[A-Za-z0-9._-]+", requirement).group(0)))
+    return {extra: _with_dependencies(names) for extra, names in found.items()}
+
+
+def _with_dependencies(names: set[str]) -> set[str]:
+    """`names` and every installed distribution they require, transitively (a ROS wheel such as
+    ros-jazzy-rclpy only requires ros-rclpy, which holds rclpy)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    found, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        try:
+            wanted = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        todo += [_normal(re.match(r"[A-Za-z0-9._-]+", r).group(0)) for r in wanted if "extra ==" not in r]
+    return found
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_declared_extra_is_setup_pys_and_its_modules_come_from_it():
+    """The modules the start-up check looks for are those the extra installs: an extra renamed or
+    slimmed in setup.py must be changed here too, or the check would pass or fail wrongly."""
+    from importlib.metadata import packages_distributions
+
+    requirements = _extra_requirements()
+    owners = packages_distributions()
+    for extra in EXTRAS.values():
+        assert extra.name in requirements, f"extra {extra.name!r} is not in setup.py's extras_require"
+        for module in extra.modules:
+            dists = {_normal(d) for d in owners.get(module, [])}
+            assert dists & requirements[extra.name], (
+                f"module {module} of extra {extra.name!r} comes from {sorted(dists) or 'nothing installed'}, "
+                f"not from one of the extra's requirements {sorted(requirements[extra.name])}")
+
+
+@pytest.mark.parametrize("command", CITYSEEKER_COMMANDS, ids=[c.where for c in CITYSEEKER_COMMANDS])
+def test_every_documented_command_runs_from_the_demo_install_or_a_make_target_installs_what_it_needs(command):
+    needed = extras_of(command)
+    assert set(needed) <= set(EXTRAS), f"{command.where}: unknown extras {sorted(set(needed) - set(EXTRAS))}"
+    for extra in sorted(set(needed) - set(DEMO_EXTRAS)):
+        plan = subprocess.run(["make", "-n", f"extra-{extra}"], cwd=REPO, capture_output=True, text=True)
+        assert plan.returncode == 0 and f".[{extra}]" in plan.stdout, (
+            f"{command.where} needs the {extra!r} extra, which `make demo` does not install, and `make "
+            f"extra-{extra}` does not install it: {plan.stdout + plan.stderr}")
+
+
+def _missing_extra_cases() -> list[tuple[Command, tuple[str, ...], str]]:
+    """(command, extras made missing, the extra its line must name): every documented command
+    that needs an extra `make demo` does not install, in the demo's environment (every other
+    extra missing); and for each extra the demo installs, the first command that needs it."""
+    cases, seen = [], set()
+    for command in CITYSEEKER_COMMANDS:
+        needed = extras_of(command)
+        beyond = [e for e in needed if e not in DEMO_EXTRAS]
+        if beyond:
+            cases.append((command, tuple(e for e in EXTRAS if e not in DEMO_EXTRAS), beyond[0]))
+        for extra in needed:
+            if extra in DEMO_EXTRAS and extra not in seen:
+                seen.add(extra)
+                cases.append((command, (extra,), extra))
+    return cases
+
+
+MISSING_CASES = _missing_extra_cases()
+
+
+@pytest.mark.parametrize("command, missing, named", MISSING_CASES,
+                         ids=[f"{c.where}-without-{'+'.join(m)}" for c, m, _ in MISSING_CASES])
+def test_a_documented_command_without_its_extra_fails_in_one_line_naming_it(command, missing, named, tmp_path):
+    """The documented command, as typed, where `missing` extras are not installed (their modules
+    blocked in a fresh interpreter; the demo's install lacks all but ocr and ros): it ends at
+    once with exit 2 and one line naming the extra and how to install it, nothing started, no
+    traceback (`cityseeker ar` printed two tracebacks from a node it had started)."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+           "BLOCK_MODULES": ",".join(m for extra in missing for m in EXTRAS[extra].modules)}
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "cityseeker_ros", *cityseeker_words(command)], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=120)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, f"{command.where}: exited {result.returncode}: {result.stdout}{result.stderr}"
+    assert len(lines) == 1 and "Traceback" not in result.stderr and not result.stdout.strip(), result.stderr
+    assert f"'{named}' extra" in lines[0] and f"make extra-{named}" in lines[0], lines[0]
+    assert f".venv/bin/pip install -e '.[{named}]'" in lines[0], lines[0]
+    assert time.monotonic() - started < 60
+
+
+def test_the_blocker_makes_a_module_missing_to_the_check(tmp_path):
+    """The simulation the test above relies on: a blocked module is missing to the check and to import."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "BLOCK_MODULES": "aiohttp"}
+    code = ("from cityseeker_ros.core.infra.extras import installed\nprint(installed('aiohttp'))\n"
+            "try:\n    import aiohttp\nexcept ImportError:\n    print('blocked')")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["False", "blocked"], result.stdout + result.stderr
+
+
+def test_the_task_family_commands_run_as_make_demo_leaves_the_clone():
+    """`make demo` puts no `cityseeker` on PATH: docs/tasks.md's commands name .venv/bin/cityseeker."""
+    commands = [c for c in COMMANDS if c.where.startswith("docs/tasks.md:") and c.program.endswith("cityseeker")]
+    assert commands and {c.program for c in commands} == {".venv/bin/cityseeker"}, \
+        [c.where for c in commands if c.program != ".venv/bin/cityseeker"]
+
+
+def test_the_readme_s_results_table_has_a_legend_for_each_of_its_metrics():
+    """TCE, TCP50, TCC, SPL, OSR and SPD stood unexplained under the demo's table."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    header = next(line for line in readme.splitlines() if line.startswith("| Run | Episodes x seeds |"))
+    acronyms = [m.group(1) for m in re.finditer(r"\| ([A-Z][A-Z0-9]+) \(", header) if m.group(1) != "AS"]
+    assert acronyms == ["TCE", "TCP50", "TCC", "SPL", "OSR", "SPD"], acronyms
+    after = readme[readme.index(header):]
+    assert all(f"- **{name}** (" in after for name in acronyms), [n for n in acronyms if f"- **{n}** (" not in after]
+    assert "cityseeker.txt, section 4.2" in after

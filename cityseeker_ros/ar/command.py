@@ -22,6 +22,7 @@ from typing import Any
 from cityseeker_ros.core.ar.session import DEFAULT_MIN_ACCURACY_M, check_settings
 from cityseeker_ros.core.ar.token import new_token
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.extras import install_hint
 from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 
@@ -112,7 +113,7 @@ def print_qr(url: str) -> None:
     try:
         import segno
     except ImportError:  # the `ar` extra brings it; the URL alone still works
-        print("(pip install -e '.[ar]' to print a QR code)", flush=True)
+        print(f"(no QR code without the 'ar' extra: {install_hint('ar')})", flush=True)
         return
     segno.make(url, error="l").terminal(compact=True)
 
@@ -127,9 +128,6 @@ def run_ar(args: argparse.Namespace) -> int:
     host = args.host or (lan_address() if args.lan else "127.0.0.1")
     if not args.lan and host not in ("127.0.0.1", "localhost", "::1"):
         raise ConfigError(f"--host {host}: serving beyond loopback needs --lan (HTTPS and the printed token)")
-    missing = ros.missing_ros_modules()
-    if missing:
-        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): pip install -e '.[ros]'")
     port = args.port or free_port(host)
     secrets_dir = Path(tempfile.mkdtemp(prefix="cityseeker-ar-"))  # 0700: the token, certificate and key
     temporary = not run.out

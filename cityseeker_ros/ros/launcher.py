@@ -25,11 +25,12 @@ from cityseeker_ros.core.datasets import load_dataset
 from cityseeker_ros.core.evaluation.benchmark import resume_note, run_tasks
 from cityseeker_ros.core.evaluation.config import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.infra.extras import install_hint
 from cityseeker_ros.core.loop.seek import SeekRequest, check_request
 from cityseeker_ros.core.sensing.camera import FRAME_SOURCES, make_frame_source
 from cityseeker_ros.core.sensing.localisation import GraphLocaliser
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
-from cityseeker_ros.core.tasks.family import family_of_record
+from cityseeker_ros.core.tasks.family import family_of_record, get_family
 from cityseeker_ros.ros import env as ros
 from cityseeker_ros.ros import node_sets, vehicle_link
 from cityseeker_ros.ros.run_config import RunConfig, checked
@@ -188,7 +189,7 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
         nodes = [replace(n, respawn=False) for n in nodes]
     missing = ros.missing_ros_modules()
     if missing:
-        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): pip install -e '.[ros]'")
+        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): {install_hint('ros')}")
     with domain(domain_id) as domain_id_used:
         print(f"ROS_DOMAIN_ID={domain_id_used}: {len(todo)} of {len(wanted)} tasks to run "
               f"({'one process' if single_process else f'{len(nodes)} processes'}); node logs in {out / 'ros'}",
@@ -250,13 +251,20 @@ def plan_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = 
     returned. Then the configuration, each error a ConfigError naming what was given: the run's
     settings (policy name, walker, safety file), the world folder and that it loads, where the
     simulated walker starts, the policy's parameters, the frame source and its parameters.
-    `max_steps` 0: the run's budget; `start`: a node id or "LAT,LON" (--start)."""
+    `max_steps` 0: the family's budget for a goal (family.goal_budget: the run's, 50 for a
+    question), which the run's nodes then count; `start`: a node id or "LAT,LON" (--start). An
+    unknown family is a bad option (exit 2, as an unknown policy), not the server's bad_family."""
+    try:
+        goal_family = get_family(family)
+    except ConfigError as exc:
+        raise ConfigError(f"--family {family}: {exc}") from None
     request = SeekRequest(need, max_steps, preempt, family)
     refused = check_request(request, run.benchmark.max_steps)
     if refused is not None:
         return rejection(refused.code, refused.reason)
-    # The camera counts steps too: the run's budget is the goal's, so neither cuts the other short.
-    budget = max_steps or run.benchmark.max_steps
+    # The camera counts steps too: the run's budget is the goal's, so neither cuts the other short
+    # (and a goal of 0 steps is given the run's budget by the server: the family's here).
+    budget = max_steps or goal_family.goal_budget(run.benchmark.max_steps)
     run = checked(replace(run, benchmark=replace(run.benchmark, max_steps=budget)))
     world = _seek_world(Path(run.benchmark.data), run.benchmark.dataset)
     walker = _walker_start(world, start, "sim" if run.walker == "sim" or run.link == "walker" else "")
@@ -295,6 +303,9 @@ def place_walker(bridge: NodeSpec, start: dict[str, str]) -> NodeSpec:
 
 
 def _seek_world(data: Path, dataset: str) -> World:
+    if data.is_file():
+        raise ConfigError(f"--world {data}: a file; a world is a folder (with world.json and graph.json, as "
+                          f"`cityseeker world build monaco --out FOLDER` writes), e.g. {data.parent}")
     if not data.is_dir():
         raise ConfigError(f"--world {data}: no such folder (`cityseeker world build monaco --out FOLDER` builds "
                           f"one)")
@@ -347,7 +358,30 @@ def _check_seek_policy(name: str, params: dict[str, Any]) -> None:
         usable = [n for n in POLICIES.names() if not getattr(POLICIES.get(n), "privileged", False)]
         raise ConfigError(f"policy {name!r} reads the task's target, and a Seek has none (its need is given at "
                           f"run time); use one of: {', '.join(usable)}")
-    make_policy(name, **params)
+    _check_model_server(make_policy(name, **params))
+
+
+# The model server asked once, at most this long, before any process starts (its own timeout if less).
+SERVER_CHECK_S = 5.0
+
+
+def _check_model_server(policy: Any) -> None:
+    """A policy that calls a model server (the openai backend) asks it once for its models before
+    any node starts: a server that is not there fails here in a second or so, its cause first
+    ("cannot reach the server at URL: connection refused"), not after the node set has started
+    and the goal was refused as not_ready. Local backends load nothing here."""
+    if getattr(policy, "backend_name", None) != "openai":
+        return
+    from cityseeker_ros.core.agents.vlm.backend import BackendError, make_backend
+
+    params = dict(policy.backend_params)
+    if params.get("check_on_start", True) is False:  # a server that lists other models than it serves
+        return
+    params.update(retries=0, timeout_s=min(float(params.get("timeout_s", SERVER_CHECK_S)), SERVER_CHECK_S))
+    try:
+        make_backend("openai", **params).close()
+    except BackendError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False, start: Optional[str] = None,
@@ -367,7 +401,7 @@ def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = F
         return exit_code(plan)
     missing = ros.missing_ros_modules()
     if missing:
-        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): pip install -e '.[ros]'")
+        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): {install_hint('ros')}")
     temporary = not plan.run.out
     root = Path(tempfile.mkdtemp(prefix="cityseeker-seek-")) if temporary else Path(plan.run.out)
     failed = True

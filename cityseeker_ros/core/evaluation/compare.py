@@ -27,11 +27,6 @@ def _run_name(out: Path, summary: dict) -> str:
     return f"{cfg.get('policy', '?')}{marks} ({out.name})"
 
 
-# Chance: the policy that gives a reading its lower fixed point; the ceiling and perfect
-# perception are each family's (oracle and sign-oracle for needs).
-CHANCE = "random"
-
-
 @dataclass(frozen=True)
 class Run:
     out: Path
@@ -104,25 +99,28 @@ def comparison_table(runs: Sequence[Run]) -> Table:
 
 
 def reading(runs: Sequence[Run]) -> Optional[str]:
-    """One line: where the first agent stands between chance and the ceiling on TCP50, and, with
+    """One line: where the first agent stands between chance and the ceiling on the family's success
+    measure (chance, ceiling and perfect perception are each family's: random, oracle and sign-oracle
+    for needs; question-random, question-oracle and question-sign-oracle for questions), and, with
     a perfect-reading row, whether seeing or deciding failed. None without chance and ceiling
     rows, or without an agent that is neither."""
     family = runs[0].family
-    ceiling, perfect_reading, metric = family.oracle, family.perfect_perception, family.success_metric
+    chance, ceiling, perfect_reading = family.chance, family.oracle, family.perfect_perception
+    metric = family.success_metric
     label = family.spec(metric).label
     by_policy = {run.policy: run for run in runs}
-    agents = [run for run in runs if run.policy not in (CHANCE, ceiling, perfect_reading)]
-    if CHANCE not in by_policy or ceiling not in by_policy or not agents:
+    agents = [run for run in runs if run.policy not in (chance, ceiling, perfect_reading)]
+    if chance not in by_policy or ceiling not in by_policy or not agents:
         return None
     agent = agents[0]
-    (a, _), (c, c_sd), (o, _) = (r.mean_sd(metric) for r in (agent, by_policy[CHANCE], by_policy[ceiling]))
+    (a, _), (c, c_sd), (o, _) = (r.mean_sd(metric) for r in (agent, by_policy[chance], by_policy[ceiling]))
     if a is None or c is None or o is None:
         return None
     one_episode = 100.0 / max(len(agent.episodes), 1)
     if abs(a - c) <= max(c_sd or 0.0, 0.0) or abs(a - c) < one_episode:
-        place = f"at chance (random {fmt_mean_sd(c, c_sd)})"
+        place = f"at chance ({chance} {fmt_mean_sd(c, c_sd)})"
     else:
-        place = f"{'above' if a > c else 'below'} chance (random {fmt_mean_sd(c, c_sd)})"
+        place = f"{'above' if a > c else 'below'} chance ({chance} {fmt_mean_sd(c, c_sd)})"
     share = 100.0 * (a - c) / (o - c) if o != c else 0.0
     line = (f"Reading: {agent.policy} reaches {label} {a:.1f}, {place}, {share:.0f}% of the way to the "
             f"ceiling ({ceiling} {o:.1f})")

@@ -90,6 +90,7 @@ class TaskFamily(ABC):
     ablation: ClassVar[tuple[tuple[str, str], ...]]  # (metric, column title) of the ablation table
     baselines: ClassVar[tuple[str, ...]]  # policies that apply, cheapest first
     oracle: ClassVar[str] = "oracle"  # the policy that sets the ceiling
+    chance: ClassVar[str] = "random"  # the policy that sets chance (compare's reading line)
     # The policy that perceives perfectly and decides like the agents (sign-oracle for needs):
     # with it, compare says whether seeing or deciding failed. None: the family has none.
     perfect_perception: ClassVar[Optional[str]] = None
@@ -111,6 +112,11 @@ class TaskFamily(ABC):
     @property
     def metric_keys(self) -> tuple[str, ...]:
         return tuple(m.key for m in self.metrics)
+
+    def goal_budget(self, run_max_steps: int) -> int:
+        """The step budget of a goal of this family given without one (a Seek): the run's, unless
+        the family's rules fix one for every goal (CityEQA's 50 steps)."""
+        return run_max_steps
 
     def budget(self, episode: Episode, max_steps: int) -> int:
         """The step budget of `episode`: its own where the family's rules set one (PReP's 2.5

@@ -74,3 +74,22 @@ def test_load_runs_reads_what_comparison_shows(tiny_city, tmp_path):
     runs = load_runs([tmp_path / "forward", tmp_path / "random", tmp_path / "oracle"])
     assert [r.policy for r in runs] == ["forward", "random", "oracle"]
     assert reading(runs).startswith("Reading: forward reaches TCP50 ")
+
+
+def question_run(policy: str, accuracy: float, sd: float | None = None, episodes: int = 10) -> Run:
+    summary = {"config": {"policy": policy, "family": "questions"}, "overall": {"accuracy": accuracy},
+               "overall_sd": {"accuracy": sd} if sd is not None else None}
+    return Run(Path(policy), summary, frozenset(f"q{i}" for i in range(episodes)))
+
+
+def test_a_question_comparison_reads_between_the_family_s_own_chance_and_ceiling():
+    """docs/tasks.md's compare of question runs (question-ocr, question-random, question-oracle):
+    chance is question-random, as `compare --help` promises a reading for; it once printed none."""
+    line = reading([question_run("question-ocr", 30.0), question_run("question-random", 10.0, 2.0),
+                    question_run("question-oracle", 90.0)])
+    label = get_family("questions").spec("accuracy").label
+    assert line == (f"Reading: question-ocr reaches {label} 30.0, above chance (question-random 10.0 ± 2.0), 25% of "
+                    "the way to the ceiling (question-oracle 90.0).")
+    with_perfect = reading([question_run("question-ocr", 30.0), question_run("question-random", 10.0),
+                            question_run("question-sign-oracle", 60.0), question_run("question-oracle", 90.0)])
+    assert with_perfect.endswith("perfect reading lifts the same decisions to 60.0: seeing fails first.")

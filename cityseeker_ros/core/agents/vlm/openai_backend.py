@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -356,8 +357,7 @@ class OpenAIBackend(Backend):
                 return self._attempt(method, path, body, response_format_sent)
             except _Retryable as exc:
                 if attempt == attempts - 1:
-                    raise _Unavailable(f"{url}: no answer after {attempts} attempt(s): {exc.cause}",
-                                       exc.status) from None
+                    raise _Unavailable(f"{exc.cause} ({method} {url}, {attempts} attempt(s))", exc.status) from None
                 delay = self._backoff(attempt, exc.wait_s)
                 log.warning("%s: %s; retry %d/%d in %.2f s", url, exc.cause, attempt + 1, self.retries, delay)
                 time.sleep(delay)
@@ -380,8 +380,8 @@ class OpenAIBackend(Backend):
             response = self._client.request(method, f"{self.base_url}/{path}", json=body)
         except httpx.TimeoutException as exc:
             raise _Retryable(f"timed out after {self.timeout_s:g} s ({type(exc).__name__})") from None
-        except httpx.TransportError as exc:
-            raise _Retryable(f"cannot reach the server ({type(exc).__name__}: {redact_text(str(exc))})") from None
+        except httpx.TransportError as exc:  # the cause first: "cannot reach the server at URL: connection refused"
+            raise _Retryable(f"cannot reach the server at {self._shown_base_url}: {_transport_reason(exc)}") from None
         elapsed = time.perf_counter() - t0
         status = response.status_code
         # A server may echo the request (and so a key) in its error body.
@@ -403,6 +403,13 @@ class OpenAIBackend(Backend):
             return loads_json(response.content), elapsed
         except ValueError as exc:
             raise BackendError(f"{url}: HTTP {status} with a body that is not JSON ({exc}): {detail}") from None
+
+
+def _transport_reason(exc: Exception) -> str:
+    """Why a connection failed, in words: "connection refused" for httpx's "[Errno 111] Connection
+    refused", else the exception's own text (redacted) or its type."""
+    text = re.sub(r"^\[Errno -?\d+\]\s*", "", redact_text(str(exc)).strip())
+    return (text[:1].lower() + text[1:]) if text else type(exc).__name__
 
 
 def _retry_after(value: Optional[str]) -> Optional[float]:

@@ -5,7 +5,7 @@ LLM judge over finished records (questions/judge.py). Tasks live in tasks.questi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.streets.graph import StreetGraph
@@ -59,7 +59,14 @@ class QuestionsFamily(TaskFamily):
     baselines: ClassVar[tuple[str, ...]] = ("question-random", "question-ocr", "question-sign-oracle",
                                             "question-oracle")
     oracle: ClassVar[str] = "question-oracle"
+    chance: ClassVar[str] = "question-random"
+    perfect_perception: ClassVar[Optional[str]] = "question-sign-oracle"  # the signs' text as drawn
     prompts: ClassVar[PromptForms] = PROMPTS
+
+    def goal_budget(self, run_max_steps: int) -> int:
+        from cityseeker_ros.core.tasks.questions.generator import QuestionSettings
+
+        return QuestionSettings().budget  # the same 50 steps as the generated questions
 
     def public_details(self, episode: Episode) -> dict[str, Any]:
         """What the question's words say (its kind, and the parse a planner makes of them); the
