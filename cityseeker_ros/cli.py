@@ -15,6 +15,7 @@ from typing import Any, Optional
 from cityseeker_ros import __version__
 from cityseeker_ros.command_extras import check_extras
 from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
+from cityseeker_ros.core.evaluation.world_facts import world_facts_lines
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
 from cityseeker_ros.core.infra.key_value import key_value_argument
 from cityseeker_ros.core.infra.redact import redact_logging, redact_text
@@ -467,8 +468,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     if "solvable" in overall:
         lines.append(f"  solvable ceiling: {overall['solvable']:.1f}% of episodes can reach the target "
                      "within the budget under this action model")
-    for city, facts in config.get("task_family", {}).get("world", {}).items():
-        lines.append(f"  {city}: " + ", ".join(f"{k} {v}" for k, v in facts.items()))
+    lines += world_facts_lines(config.get("task_family", {}).get("world", {}))
     lines.append("  end reasons: " + ", ".join(f"{k} {v}" for k, v in summary.get("end_reasons", {}).items()))
     decisions = summary.get("decisions")
     if decisions:

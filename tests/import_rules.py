@@ -13,7 +13,7 @@ from pathlib import Path
 
 # The layer of a module: the first rule whose prefix matches (most specific first).
 LAYERS = (("core", "core"), ("ros", "ros"), ("nodes", "nodes"), ("bag", "bag"), ("ar", "ar"), ("demo", "demo"),
-          ("cli", "cli"), ("__main__", "cli"))
+          ("cli", "cli"), ("command_extras", "cli"), ("__main__", "cli"))
 # Layers that may never be imported from a layer: (importer, imported) pairs.
 FORBIDDEN = {
     ("core", "ros"), ("core", "nodes"), ("core", "bag"), ("core", "cli"), ("core", "demo"),

@@ -141,6 +141,7 @@ def test_the_landmark_command_shows_progress_on_a_terminal_and_only_its_final_li
     assert any(line.startswith("benchmark random: done, 3/3 episodes in ") for line in shown), shown
     assert "\r\x1b[K" in on_terminal  # rewritten in place
     assert "benchmark random:" not in stdout and stdout.startswith("policy random on gridtown: 3 episodes")
+    assert "{'" not in stdout and "the world's task facts:" in stdout  # readable, not a Python dict
 
     code, stdout, in_log = run_command([*args, "--out", str(tmp_path / "log")], terminal=False)
     assert code == 0, in_log
