@@ -178,9 +178,12 @@ def spawn(command: Sequence[str], env: Mapping[str, str], die_with_parent: bool 
           **popen: object) -> subprocess.Popen:
     """Start a ROS process. The caller owns it and must `stop()` it by this handle;
     `die_with_parent` also has the kernel send it SIGTERM (rclpy shuts down on it) when the
-    caller dies, even by SIGKILL, so a killed runner leaves no node behind (Linux only)."""
+    caller dies, even by SIGKILL, so a killed runner leaves no node behind (Linux only), and
+    starts it in a session of its own: a terminal's Ctrl-C reaches the caller alone, which stops
+    its processes in order (a Seek client cancels its goal before the nodes go)."""
     if die_with_parent and sys.platform.startswith("linux"):
         popen["preexec_fn"] = _die_with_parent
+        popen.setdefault("start_new_session", True)
     return subprocess.Popen(list(command), env=dict(env), **popen)  # type: ignore[arg-type]
 
 

@@ -1,6 +1,7 @@
 """The ROS process environment: wheel layout, Fast DDS profile, domain leases, re-exec."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -151,3 +152,15 @@ def test_only_dead_owners_segments_are_removed(tmp_path):
         # flock locks are per open file description: a second open in this process conflicts too
         assert ros.remove_stale_shm({alive, dead}) == [dead]
     assert alive.exists() and not dead.exists() and not (tmp_path / "fastrtps_bbbb_el").exists()
+
+
+def test_a_process_that_dies_with_its_parent_is_out_of_the_terminals_reach():
+    """A terminal's Ctrl-C goes to its foreground process group: a node started by the runner
+    must not get it too (it would die before the Seek client could cancel its goal)."""
+    child = ros.spawn([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), die_with_parent=True)
+    try:
+        assert os.getsid(child.pid) == child.pid != os.getsid(0)
+        assert os.getpgid(child.pid) != os.getpgid(0)
+    finally:
+        ros.stop(child)
+    assert child.returncode is not None
