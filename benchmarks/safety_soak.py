@@ -72,6 +72,16 @@ def _phases(shrink: bool):
     return [Phase.generate] if not shrink else [Phase.generate, Phase.shrink]
 
 
+def _so_far(records: list) -> str:
+    """The running totals (a soak stopped early still leaves its figures in the log)."""
+    seen: Counter[str] = Counter()
+    for _, counts, _ in records:
+        seen.update(counts)
+    events = sum(len(log) for log, _, _ in records)
+    return f"{len(records)} scenarios, {events} events, {sum(len(v) for _, _, v in records)} violation(s)" + \
+        "".join(f"; {k}: {n}" for k, n in sorted(seen.items()))
+
+
 def soak(links: list[str], scenarios: int, steps: int, minutes: float | None = None) -> int:
     """`scenarios` per link, run in batches of at most BATCH (each a fresh Hypothesis run: new random
     draws), stopping early at the first violation or once `minutes` per link have passed."""
@@ -88,9 +98,7 @@ def soak(links: list[str], scenarios: int, steps: int, minutes: float | None = N
             batch, failure = run(machine_for(link), min(BATCH, scenarios - len(records)), steps,
                                  stop_on_failure=False)
             records += batch
-            violations = sum(len(v) for _, _, v in batch)
-            print(f"  {link}: {len(records)}/{scenarios} scenarios, {time.monotonic() - started:.0f} s, "
-                  f"{violations} violation(s) in this batch", file=sys.stderr, flush=True)
+            print(f"  {link}: {_so_far(records)}, {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         elapsed = time.monotonic() - started
         seen: Counter[str] = Counter()
         for _, counts, _ in records:
@@ -144,6 +152,24 @@ def events_ignored(*names: str, keep_stop_seq: bool = False) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def link_events_not_stops() -> Iterator[None]:
+    """A link loss and a reconnect are not stops: the authority takes both events without counting
+    them, and the reconnect's hold, once it reached the vehicle, does not count either."""
+    from cityseeker_ros.core.vehicles import authority
+
+    stopped = authority.Authority.stopped
+
+    def mutated(self):
+        if self.history and self.history[-1].event.value in ("link_lost", "connect"):
+            return
+        stopped(self)
+
+    with events_ignored("link_lost", "connect", keep_stop_seq=True), \
+            patched(authority.Authority, "stopped", mutated):
+        yield
+
+
+@contextlib.contextmanager
 def fresh_always() -> Iterator[None]:
     from cityseeker_ros.core.vehicles import authority
 
@@ -153,18 +179,20 @@ def fresh_always() -> Iterator[None]:
 
 @contextlib.contextmanager
 def pilot_ignored() -> Iterator[None]:
-    """The bridge never sees a foreign mode, and the link's own refusal is off (it takes control back)."""
+    """The bridge never sees a foreign mode, and the MAVLink link never notices one: it judges no
+    heartbeat's mode (so it neither refuses motion nor reports the mode) and takes control back."""
     from cityseeker_ros.core.vehicles import bridge
     from cityseeker_ros.core.vehicles.mavlink import link
 
-    note = link.MavlinkLink._note_request
-
-    def always_clears(self, mode, shown, clears):
-        return note(self, mode, shown, True)
+    def blind(self, msg):  # only the control mode's own heartbeat is noted (take_control waits for it)
+        if msg.get_type() == "HEARTBEAT" and self._flavour is not None \
+                and self._flavour.mode_name(msg.custom_mode) == self._flavour.control_mode:
+            with self._motion_lock:
+                self._confirmed = True
 
     with patched(bridge.VehicleBridge, "_foreign", lambda self, snap: None), \
-            patched(link.MavlinkLink, "_note_request", always_clears), \
-            patched(link.MavlinkLink, "_check_not_overridden", lambda self: None):
+            patched(link.MavlinkLink, "_on_message", blind), \
+            patched(link.MavlinkLink, "_judge_mode", lambda self, mode, armed, now: False):
         yield
 
 
@@ -203,26 +231,43 @@ MUTATIONS: dict[str, tuple[str, dict[str, Any], Callable[[], Any]]] = {
     # a vehicle that flies as fast as told: the stack's clamp is all that keeps the limit
     "speed_limits": ("px4", {"vehicle": {"max_climb_m_s": 1.0, "max_descent_m_s": 1.0, "cruise_m_s": 12.0,
                                          "max_speed_m_s": 12.0}, "rtl": False, "battery": False}, speed_unclamped),
-    "no_motion_after_link_return": ("walker", {}, lambda: events_ignored("link_lost", "connect", keep_stop_seq=True)),
+    "no_motion_after_link_return": ("walker", {}, link_events_not_stops),
     "ends_in_hold": ("walker", {}, lambda: events_ignored("seek_end", "shutdown")),
     "refuses_bad_frames_and_stale_stamps": ("walker", {}, envelope_off),
 }
 
 
 def mutations(scenarios: int, steps: int, only: list[str]) -> int:
+    """Per rule: scenarios until its violation, at most `scenarios`. A run that stops on another
+    rule's violation (a mutation may break more than its own rule) goes on with fresh draws; one that
+    stops on an error (a broken rig) is reported under the table."""
     print(f"{'rule (its enforcement off)':<40} {'link':<8} {'found after':>12}  violation")
-    missed = 0
+    missed, errors = 0, []
     for rule, (link, overrides, mutation) in MUTATIONS.items():
         if only and rule not in only:
             continue
+        records: list = []
         with mutation():
-            records, failure = run(machine_for(link, overrides), scenarios, steps, stop_on_failure=False)
-        found = next((i + 1 for i, (_, _, v) in enumerate(records) if any(x.rule == rule for x in v)), None)
+            while len(records) < scenarios and not _found(records, rule):
+                batch, failure = run(machine_for(link, overrides), scenarios - len(records), steps,
+                                     stop_on_failure=False)
+                records += batch
+                if failure is not None and not any(v for _, _, v in batch):  # not a violation: an error
+                    errors.append(f"{rule}: {(str(failure) or type(failure).__name__).splitlines()[0][:200]}")
+                    break
+        found = _found(records, rule)
         first = next((x for _, _, v in records for x in v if x.rule == rule), None)
         missed += found is None
         print(f"{rule:<40} {link:<8} {('NOT FOUND' if found is None else f'{found} scenarios'):>12}  "
-              f"{first.detail[:90] if first else ''}")
-    return 1 if missed else 0
+              f"{first.detail[:90] if first else ''}", flush=True)
+    for line in errors:
+        print(f"  error: {line}")
+    return 1 if missed or errors else 0
+
+
+def _found(records: list, rule: str) -> int | None:
+    """How many scenarios it took to find a violation of `rule` (None: not yet)."""
+    return next((i + 1 for i, (_, _, v) in enumerate(records) if any(x.rule == rule for x in v)), None)
 
 
 def main(argv: list[str] | None = None) -> int:

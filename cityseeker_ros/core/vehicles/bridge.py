@@ -164,6 +164,9 @@ class VehicleBridge:
         self._take_requested: Optional[int] = None
         self._end_requested: Optional[int] = None
         self._reset_at: Optional[int] = None
+        # E-stop trips counted, and those the authority has handled: a trip reset before any tick
+        # saw the latch (a stalled safety thread) is still an e-stop, and nothing moves meanwhile.
+        self._estop_trips = self._estop_trips_handled = 0
         self._terminate_requested = False
         self._pilot_reported: Optional[str] = None  # a link call raised PilotOverride
         # The safety thread's own bookkeeping of what it gave the motion thread.
@@ -239,10 +242,13 @@ class VehicleBridge:
             self.gate.beat(now)
 
     def trip_estop(self, source: str, reason: str = "", held: bool = False) -> None:
-        """Latch (saved to the latch file first); the safety thread holds (or lands) at once."""
+        """Latch (saved to the latch file first), then hold (or land) before the call returns, as an
+        operator's request does: a link that streams its last setpoint by itself (MAVLink) stops only
+        at a stop, and a safety thread that is late must not leave it streaming meanwhile."""
         with self._gate_lock:
             self.gate.estop.trigger(source, reason, held)
-        self._wake.set()
+            self._estop_trips += 1
+        self._tick_now()
 
     def release_estop(self, source: str) -> None:
         with self._gate_lock:
@@ -436,7 +442,8 @@ class VehicleBridge:
         authority = self.authority
         with self._gate_lock:
             verdict, seq = self._verdict(now), self._latest_seq
-        estop = self.gate.estop.latched
+            trips = self._estop_trips
+            estop = self.gate.estop.latched or trips != self._estop_trips_handled
         with self._lock:
             lost = self._lost_reason()
             terminate, rtl, take, end = (self._terminate_requested, self._rtl_requested, self._take_requested,
@@ -467,6 +474,7 @@ class VehicleBridge:
             self._event(Event.FOREIGN_MODE)
         if estop:
             self._event(Event.ESTOP)
+            self._estop_trips_handled = trips  # only now may motion that follows a reset leave
         elif authority.state is State.ESTOPPED:
             with self._gate_lock:
                 reset_at, self._reset_at = self._reset_at, None
@@ -686,7 +694,8 @@ class VehicleBridge:
             with self._lock:
                 if self._pilot_reported is not None or self._lost_reason() is not None:
                     return False
-            return matches(self._verdict().command) and not self.gate.estop.latched
+            return matches(self._verdict().command) and not self.gate.estop.latched \
+                and self._estop_trips == self._estop_trips_handled
         return allowed
 
     def _motion_loop(self) -> None:
@@ -696,7 +705,8 @@ class VehicleBridge:
                     self._job_cv.wait(0.5)
                 if self._stop.is_set():
                     return
-                command, epoch, kind = self._job
+                job = self._job
+                command, epoch, kind = job
                 if isinstance(command, Goal):
                     self._job = None  # a goal runs once; a velocity repeats until replaced
             try:
@@ -714,7 +724,19 @@ class VehicleBridge:
             except Exception as exc:  # noqa: BLE001 - any failure is reported, never kills the thread
                 self._link_failed(f"{type(command).__name__.lower()} failed: {exc!r}")
             if isinstance(command, Velocity):
-                self._stop.wait(self.velocity_period_s if not self.capabilities_velocity_blocks else 0.0)
+                self._until_replaced(job, self.velocity_period_s if not self.capabilities_velocity_blocks else 0.0)
+
+    def _until_replaced(self, job: tuple, timeout_s: float) -> None:
+        """Wait until a velocity is due again, or sooner when a newer job replaces it: a velocity
+        clamped near the floor or ceiling must reach the vehicle at once, not after the repeat period
+        (the link streams the last setpoint meanwhile: a 1 m/s descent passed the floor so)."""
+        deadline = time.monotonic() + timeout_s
+        with self._job_cv:
+            while self._job is job and not self._stop.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._job_cv.wait(remaining)
 
     @property
     def capabilities_velocity_blocks(self) -> bool:

@@ -194,3 +194,32 @@ def test_a_bridge_closed_while_connecting_closes_the_link_the_connect_opens(made
     release.set()  # the connect succeeds after close(): that link must be closed too
     assert wait_for(lambda: any(t >= released_at for n, t in link.calls if n == "close"))
     assert set(link.names(only=MOTION | {"close", "arm", "takeoff"})) == {"close"}
+
+
+def test_an_estop_tripped_and_reset_while_the_safety_thread_is_stalled_still_stops_the_velocity(made):
+    """Found by the AirSim soak: a trip and a reset 2 ms apart, both inside a 0.2 s stall of the
+    safety thread. No tick saw the latch, so the authority never left `commanding` and the velocity
+    from before the e-stop streamed on after the reset. Every trip is now an e-stop the authority
+    handles, however soon the reset comes, and no motion leaves while one is unhandled."""
+    link = ScriptedLink()
+    b = bridge_for(made, link, velocity_period_s=0.02, safety={"decision_timeout_s": 30.0})
+    b.command(Velocity(0.0, 0.0, 0.3))
+    assert wait_for(lambda: link.names().count("velocity") >= 3)
+    tick, stuck = b.tick, threading.Event()
+
+    def stalled(now=None):
+        b.tick = tick
+        stuck.wait(0.3)
+        return tick(now)
+
+    b.tick = stalled
+    time.sleep(0.05)  # the safety thread is inside the stalled tick
+    tripped_at = time.monotonic()
+    b.trip_estop("test", "tripped during the stall")
+    assert b.reset_estop().ok
+    assert wait_for(lambda: b.holds >= 2, 3.0)  # the e-stop's hold went out after all
+    wait_for(lambda: False, 0.4)
+    late = [t for n, t in link.calls if n == "velocity" and t > tripped_at + 0.005]
+    assert late == [], f"{len(late)} velocity calls after the trip"
+    b.command(Velocity(0.0, 0.0, 0.3))  # a decision after the reset moves it again
+    assert wait_for(lambda: any(n == "velocity" and t > tripped_at for n, t in link.calls))

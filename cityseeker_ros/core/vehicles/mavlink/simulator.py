@@ -55,6 +55,10 @@ port (`--control-port`, answer "ok ..." or "error: ...") and on stdin (`--contro
   `fraction` (0..1) from now on, draining from there; with a mode, the autopilot's battery failsafe
   switches to it (a mode the stack did not ask for);
 - `state` (text only): one line with the mode, arming, position and battery, for scripts.
+- `ground_m` / `--ground M` (switch only, <= 0): the ground's height relative to home farther than
+  PAD_M (2 m) from it, as for a home on a roof or a hill top; 0 (the default) is flat ground at
+  home's height. Below home the vehicle flies on down to that ground (what a floor below home is
+  tested against).
 
 Like PX4 SITL it sends to a UDP port (14540 for offboard APIs) from a port of its own, and answers
 whoever spoke to it last:
@@ -88,6 +92,7 @@ TICK_S = 0.02
 GAIN = 3.0  # 1/s: position error to velocity
 CREEP_M_S = 0.5  # the slowest approach speed
 ON_GROUND_M = 0.05
+PAD_M = 2.0  # with ground_m below 0: home's own surface (a roof, a hill top) reaches this far from home
 # Datagrams the link sends that move the vehicle (what the tests count after a stop or a takeover).
 SETPOINTS = frozenset({"SET_POSITION_TARGET_GLOBAL_INT", "SET_POSITION_TARGET_LOCAL_NED"})
 MOTION_COMMANDS = frozenset({mavlink.MAV_CMD_COMPONENT_ARM_DISARM, mavlink.MAV_CMD_DO_SET_MODE,
@@ -152,8 +157,12 @@ class MavlinkSimulator:
                  prearm_failure: Optional[str] = None, drop: float = 0.0, seed: int = 0,
                  params: Optional[dict[str, float]] = None, ignore_speed_change: bool = False,
                  param_echo: bool = True, ack_delay_s: float = 0.0,
-                 ignore: Sequence[str | int] = (), ignore_ack: bool = True) -> None:
+                 ignore: Sequence[str | int] = (), ignore_ack: bool = True, ground_m: float = 0.0) -> None:
         self.flavour: Flavour = flavour_named(flavour)
+        if not (math.isfinite(ground_m) and ground_m <= 0.0):
+            raise ControlError(f"ground_m: must be a number of metres <= 0 (the ground below home's height); "
+                               f"got {ground_m}")
+        self.ground_m = float(ground_m)
         self.target = (host, int(port))
         self.home = (float(home[0]), float(home[1]), float(home[2]) if len(home) > 2 else 0.0)
         self.system_id, self.component_id = system_id, component_id
@@ -406,7 +415,7 @@ class MavlinkSimulator:
                 if remaining <= 0:
                     break
                 sockets = [self.sock] + ([self.control_sock] if self.control_sock is not None else [])
-                ready, _, _ = select.select(sockets, [], [], remaining)
+                ready = _readable(sockets, remaining)
                 if self.sock in ready:
                     self._receive()
                 if self.control_sock is not None and self.control_sock in ready:
@@ -557,8 +566,13 @@ class MavlinkSimulator:
         else:
             self._ack(msg, mavlink.MAV_RESULT_UNSUPPORTED)
 
+    def _ground(self) -> float:
+        """The ground's height relative to home below the vehicle: home's own within PAD_M of it, else
+        ground_m (0 unless set: flat ground at home's height)."""
+        return 0.0 if math.hypot(self.pos[0], self.pos[1]) <= PAD_M else self.ground_m
+
     def _airborne(self) -> bool:
-        return self.pos[2] > ON_GROUND_M
+        return self.pos[2] > self._ground() + ON_GROUND_M
 
     def _arm(self, arm: bool, force: bool) -> int:
         if not arm:
@@ -779,8 +793,9 @@ class MavlinkSimulator:
         for i in range(3):
             self.vel[i] = want[i]
         self.pos = [p + v * dt for p, v in zip(self.pos, self.vel)]
-        if self.pos[2] <= 0.0:
-            self.pos[2] = 0.0
+        ground = self._ground()
+        if self.pos[2] <= ground:
+            self.pos[2] = ground
             self.vel[2] = max(self.vel[2], 0.0)
         self.heading = (self.heading + self.yaw_rate * -1.0 * dt) % 360.0  # ENU rate: counter-clockwise
         if self.armed and self._airborne():
@@ -858,7 +873,7 @@ class MavlinkSimulator:
 
     def _descend(self) -> list[float]:
         if not self._airborne():
-            self.pos[2] = 0.0
+            self.pos[2] = self._ground()
             self._set_armed(False)
             self._text("Landing detected", mavlink.MAV_SEVERITY_INFO)
             return [0.0, 0.0, 0.0]
@@ -928,6 +943,16 @@ class MavlinkSimulator:
                                                   0, 0, 0, 0, 0, 0)
 
 
+def _readable(sockets: list[socket.socket], timeout_s: float) -> list[socket.socket]:
+    """The sockets with a datagram waiting, after at most `timeout_s`. poll(), not select(): select
+    cannot watch a descriptor numbered 1024 or more, which a long process (a soak) reaches."""
+    poller = select.poll()
+    for sock in sockets:
+        poller.register(sock, select.POLLIN)
+    ready = {fd for fd, _ in poller.poll(max(timeout_s, 0.0) * 1000.0)}
+    return [sock for sock in sockets if sock.fileno() in ready]
+
+
 def _inside(x: float, y: float, polygon: list[tuple[float, float]]) -> bool:
     """Ray casting; the boundary counts as either side."""
     inside = False
@@ -980,6 +1005,16 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _non_positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value <= 0):
+        raise argparse.ArgumentTypeError(f"want a number <= 0; got {text!r}")
+    return value
+
+
 def _positive(text: str) -> float:
     value = _non_negative(text)
     if value <= 0:
@@ -1017,6 +1052,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--ignore", type=_ignored, action="append", default=[], metavar="WHAT[:noack]",
                         help="never act on this MAV_CMD or message type (repeatable); :noack leaves a command "
                              "unanswered, else it is acknowledged ACCEPTED")
+    parser.add_argument("--ground", type=_non_positive, default=0.0, metavar="M",
+                        help="the ground's height relative to home away from it (<= 0: home on a roof or a hill top)")
     parser.add_argument("--ack-delay", type=_non_negative, default=0.0, metavar="S",
                         help="send every answer (COMMAND_ACK, PARAM_VALUE, ...) this many seconds late")
     parser.add_argument("--control-port", type=int, default=None, metavar="PORT",
@@ -1028,7 +1065,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sim = MavlinkSimulator(args.flavour, args.port, args.host, args.home, system_id=args.system_id,
                            prearm_failure=args.prearm_failure, drop=args.drop, cruise_m_s=args.cruise_speed,
                            ignore_speed_change=args.ignore_speed_change, param_echo=not args.no_param_echo,
-                           ack_delay_s=args.ack_delay)
+                           ack_delay_s=args.ack_delay, ground_m=args.ground)
     for what, ack in args.ignore:
         sim.ignore(what, ack)
     control = f"; control lines on udp {args.host}:{sim.serve_control(args.control_port)}" \

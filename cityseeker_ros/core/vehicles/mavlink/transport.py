@@ -15,7 +15,7 @@ import re
 import select
 import socket
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from cityseeker_ros.core.vehicles.link import LinkError
 
@@ -65,6 +65,15 @@ def parse_endpoint(url: str) -> Endpoint:
     return Endpoint(kinds[scheme], host=host, port=port)
 
 
+def readable(source: Any, timeout_s: float) -> bool:
+    """Whether `source` (a socket, a serial port: anything with fileno()) has bytes to read, after at
+    most `timeout_s`. poll(), not select(): select cannot watch a descriptor numbered 1024 or more,
+    and a long-lived process (a node beside many connections, a soak) gets there."""
+    poller = select.poll()
+    poller.register(source.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(max(timeout_s, 0.0) * 1000.0))
+
+
 class Transport:
     """Datagrams or a byte stream; `read` waits at most `timeout_s` and returns b"" when nothing came."""
 
@@ -96,8 +105,7 @@ class UdpTransport(Transport):
         self.listening = endpoint.scheme == "udpin"
 
     def read(self, timeout_s: float) -> bytes:
-        ready, _, _ = select.select([self.sock], [], [], timeout_s)
-        if not ready:
+        if not readable(self.sock, timeout_s):
             return b""
         try:
             data, sender = self.sock.recvfrom(65535)
@@ -136,8 +144,7 @@ class TcpTransport(Transport):
     def read(self, timeout_s: float) -> bytes:
         if self.closed_by_peer:
             return b""
-        ready, _, _ = select.select([self.sock], [], [], timeout_s)
-        if not ready:
+        if not readable(self.sock, timeout_s):
             return b""
         try:
             data = self.sock.recv(65535)
@@ -174,8 +181,7 @@ class SerialTransport(Transport):
             raise LinkError(f"cannot open {endpoint.describe()}: {exc}") from None
 
     def read(self, timeout_s: float) -> bytes:
-        ready, _, _ = select.select([self.port.fileno()], [], [], timeout_s)
-        if not ready:
+        if not readable(self.port, timeout_s):
             return b""
         return bytes(self.port.read(self.port.in_waiting or 1))
 

@@ -2,7 +2,8 @@
 
 The driver (a Hypothesis rule-based state machine, `SafetyMachine`) drives a real `VehicleBridge`
 over one link through random interleavings: goals and velocities (valid and not: outside the
-fence, below the floor, above the ceiling, too fast, in the wrong frame, stale), holds, e-stop
+fence, below the floor, above the ceiling, too fast, in the wrong frame, stale; far goals left to
+fly for seconds, so the speed rule sees a target flown long enough to judge), holds, e-stop
 trips and resets at random instants, a pilot's mode switch in whatever state the bridge is in, link
 drops and returns, a stalled safety thread, RTL, low battery, a bridge restart, a Seek's end.
 
@@ -17,6 +18,7 @@ Decisions go through the same envelope check the vehicle-bridge node applies to 
 """
 from __future__ import annotations
 
+import shutil
 import tempfile
 import threading
 import time
@@ -61,6 +63,10 @@ class Tap:
 
     def mark(self, kind: str, detail: str = "") -> None:
         self.add(Marker(time.monotonic(), kind, detail))
+
+    def remove_folder(self) -> None:
+        """At the scenario's end: a soak of thousands would leave as many folders behind."""
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def ordered(self) -> list[Observation]:
         with self._lock:

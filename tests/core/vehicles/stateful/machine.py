@@ -18,6 +18,8 @@ from tests.core.vehicles.stateful.harness import Tap, around, decision, goal_at,
 MAX_AGE_S = 1.0  # the envelope's maximum command age (the monitor's max_stamp_age_s)
 KINDS = ["inside", "outside", "outside", "below_floor", "above_ceiling", "fast"]  # next_goal adds inside ones
 OUTAGE_S = 1.2  # the MAVLink link's loss threshold is 0.6 s, the bridge's telemetry timeout 0.5 s
+FAR_M = (60.0, 100.0)  # from home: inside every rig's 120 m fence
+FAR_FLOWN_S = (1.5, 3.0)  # the monitor's speed window (1 s) after the link's 0.5 s prestream and mode switch
 PAUSE = st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.1, 0.2, 0.4])  # after each event: interleavings with the threads
 
 
@@ -64,6 +66,14 @@ class SafetyMachine(RuleBasedStateMachine):
         """A second goal rule: goals are what a run is mostly made of."""
         self._goal(bearing, metres, 10.0, "inside")
         time.sleep(pause)
+
+    @rule(bearing=st.floats(0, 360), metres=st.floats(FAR_M[0], FAR_M[1]), alt=st.floats(2, 20),
+          seconds=st.floats(FAR_FLOWN_S[0], FAR_FLOWN_S[1]))
+    def far_goal(self, bearing, metres, alt, seconds):
+        """A far goal inside the fence, left to fly: the speed rule judges an excess held for a
+        second, and a goal followed at once by the next event is rarely flown that long."""
+        self._goal(bearing, metres, alt, "far")
+        time.sleep(seconds)
 
     def _goal(self, bearing, metres, alt, kind):
         speed = None
@@ -222,6 +232,7 @@ class SafetyMachine(RuleBasedStateMachine):
             time.sleep(0.3)
         finally:
             self.rig.shutdown()
+            self.tap.remove_folder()
         violations = judge(self.tap, self.rig.safety)
         if type(self).record is not None:
             type(self).record.append((self.log + around(self.tap, violations[0].t) if violations else self.log,

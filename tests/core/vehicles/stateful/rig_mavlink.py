@@ -62,8 +62,9 @@ class TappedSimulator(MavlinkSimulator):
 _SIMULATORS: dict[tuple, tuple[TappedSimulator, int]] = {}
 
 
-def simulator(flavour: str, vehicle: dict) -> tuple[TappedSimulator, int]:
-    key = (flavour, *sorted(vehicle.items()))
+def simulator(flavour: str, vehicle: dict, tag: str = "") -> tuple[TappedSimulator, int]:
+    """The flavour's simulator for this vehicle (and `tag`: a rig that needs one of its own), made once."""
+    key = (flavour, tag, *sorted(vehicle.items()))
     if key not in _SIMULATORS:
         port = free_udp_port()
         sim = TappedSimulator(flavour, port, home=HOME, **vehicle).start()
@@ -76,11 +77,12 @@ class MavlinkRig:
     pilot = battery = velocity = link_drop = rtl = True
     flavour = "px4"
     vehicle = VEHICLE
+    simulator_tag = ""  # a rig with a tag of its own gets a simulator of its own
 
     def __init__(self, tap: Tap, safety: Optional[dict] = None) -> None:
         self.tap, self.home = tap, HOME[:2]
         self.safety = dict(safety or safety_around(self.home))
-        self.sim, self.port = simulator(self.flavour, self.vehicle)
+        self.sim, self.port = simulator(self.flavour, self.vehicle, self.simulator_tag)
         self.sim.drop_link(0.0)
         self.sim.battery = 1.0
         self.sim.take_wire()
