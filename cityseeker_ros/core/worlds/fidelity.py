@@ -12,13 +12,14 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from typing import Optional
+from typing import Optional, TextIO
 
 import numpy as np
 import shapely
 from scipy.spatial import cKDTree
 from shapely.geometry import LineString, Polygon
 
+from cityseeker_ros.core.infra.progress import Progress
 from cityseeker_ros.core.worlds.scene import XY, Area, Building, Road, Scene, Tree
 
 # Areas whose multipolygons osmium assembles: buildings, ground cover, and landmark candidates.
@@ -336,7 +337,7 @@ MAX_START_NODES = 40
 PROBE_SIZE = (320, 240)
 
 
-def horizon_share(scene: Scene, graph, starts: Iterable[str]) -> dict[str, float]:
+def horizon_share(scene: Scene, graph, starts: Iterable[str], stream: Optional[TextIO] = None) -> dict[str, float]:
     """Share of task-start views (the view along every walkable heading at up to MAX_START_NODES
     start nodes, evenly spread) whose part above the horizon shows less than EMPTY_CONTENT
     scene content (walls, trees, landmarks, boards; the backdrop skyline does not count),
@@ -348,9 +349,12 @@ def horizon_share(scene: Scene, graph, starts: Iterable[str]) -> dict[str, float
         nodes = [nodes[round(i * (len(nodes) - 1) / (MAX_START_NODES - 1))] for i in range(MAX_START_NODES)]
     renderer = Renderer(scene, graph, RenderSettings(signs=False))
     views = empty = 0
-    for node in nodes:
-        for heading in graph.nodes[node].walkable_headings:
-            view = renderer.perspective(node, heading, width=PROBE_SIZE[0], height=PROBE_SIZE[1])
-            views += 1
-            empty += int(view.meta["above_horizon_content"] < EMPTY_CONTENT)
+    total = sum(len(graph.nodes[node].walkable_headings) for node in nodes)
+    with Progress("world build: task-start views rendered", total, unit="views", stream=stream) as progress:
+        for node in nodes:
+            for heading in graph.nodes[node].walkable_headings:
+                view = renderer.perspective(node, heading, width=PROBE_SIZE[0], height=PROBE_SIZE[1])
+                views += 1
+                empty += int(view.meta["above_horizon_content"] < EMPTY_CONTENT)
+                progress.advance()
     return {"views": views, "empty": empty, "share": round(empty / views, 3) if views else 0.0}

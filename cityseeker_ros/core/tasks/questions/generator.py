@@ -15,10 +15,11 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, TextIO
 
 import numpy as np
 
+from cityseeker_ros.core.infra.progress import Progress
 from cityseeker_ros.core.render import RENDERER_VERSION
 from cityseeker_ros.core.streets.geodesy import circular_difference, geodesic_m, initial_bearing_deg, path_length_m
 from cityseeker_ros.core.streets.graph import StreetGraph
@@ -72,8 +73,10 @@ class _Place:
     latlon: tuple[float, float]
 
 
-def generate_questions(name: str, graph: StreetGraph, scene: Scene, settings: QuestionSettings) -> GeneratedTasks:
-    """The task file's document for one world, deterministic in the settings."""
+def generate_questions(name: str, graph: StreetGraph, scene: Scene, settings: QuestionSettings,
+                       stream: Optional[TextIO] = None) -> GeneratedTasks:
+    """The task file's document for one world, deterministic in the settings. Rendering views to
+    check legibility takes minutes on a city: progress goes to `stream` (default stderr)."""
     rng = np.random.default_rng(settings.seed)
     actions = ActionModel(graph)
     sight = SignSight(scene, graph, settings.view, settings.render, actions=actions)
@@ -92,21 +95,25 @@ def generate_questions(name: str, graph: StreetGraph, scene: Scene, settings: Qu
     order = rng.permutation(len(places))
     named = [pl for pl in places if pl.poi.label.strip()]
     unique = _unique_names(named, settings.name_radius_m)
-    for i in order:
-        target = places[int(i)]
-        if all(counts[k] >= settings.per_kind for k in KINDS):
-            break
-        if not legible_nodes(target.poi):
-            continue
-        for kind in _kinds_for(target, buildings, rng):
-            if counts[kind] >= settings.per_kind:
+    with Progress("question tasks made", settings.per_kind * len(KINDS), unit="questions",
+                  stream=stream) as progress:
+        for i in order:
+            target = places[int(i)]
+            if all(counts[k] >= settings.per_kind for k in KINDS):
+                break
+            if not legible_nodes(target.poi):
                 continue
-            task = _question(kind, target, places, named, unique, scene, graph, actions, legible_nodes, settings, rng)
-            if task is not None:
-                task["id"] = f"{name}-q{len(tasks):04d}"
-                tasks.append(task)
-                counts[kind] += 1
-                break  # one question per target, so no place dominates
+            for kind in _kinds_for(target, buildings, rng):
+                if counts[kind] >= settings.per_kind:
+                    continue
+                task = _question(kind, target, places, named, unique, scene, graph, actions, legible_nodes, settings,
+                                 rng)
+                if task is not None:
+                    task["id"] = f"{name}-q{len(tasks):04d}"
+                    tasks.append(task)
+                    counts[kind] += 1
+                    progress.advance()
+                    break  # one question per target, so no place dominates
     for task in tasks:
         task["split"] = "dev" if _unit(settings.seed, task["id"]) < settings.dev_share else "test"
     document = {

@@ -85,3 +85,18 @@ def test_a_world_without_readable_places_makes_none_and_says_why(street):
     unsigned = Scene(scene.origin_lat, scene.origin_lon, scene.buildings,
                      [dataclasses.replace(p, signed=False) for p in scene.pois])
     assert get_family("questions").generate("unsigned", graph, unsigned).why_none
+
+
+def test_generation_shows_how_many_questions_are_made(street):
+    """Rendering views to check legibility takes minutes on a city: the count is shown as it goes."""
+    import io
+
+    from cityseeker_ros.core.tasks.questions.generator import QuestionSettings, generate_questions
+
+    graph, scene = street
+    said = io.StringIO()
+    made = generate_questions("street", graph, scene, QuestionSettings(seed=0), stream=said)
+    total = QuestionSettings().per_kind * len(made.document["world"]["by_kind"])
+    assert said.getvalue() == (f"question tasks made: done, {len(made.document['tasks'])}/{total} questions in "
+                               f"{said.getvalue().split(' in ')[1]}")
+    assert len(made.document["tasks"]) > 0
