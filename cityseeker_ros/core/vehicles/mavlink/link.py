@@ -218,7 +218,16 @@ class MavlinkLink(VehicleLink):
         self._flavour = flavour_named(name)
         with self._motion_lock:  # a new connection starts without control, as the vehicle sees it
             self._control, self._confirmed, self._override_reason = RELEASED, False, None
-        conn.on_message = self._on_message
+
+        def attach() -> None:
+            """Under the connection's lock, so no heartbeat comes between the two: the heartbeats heard
+            while connecting were never judged, and the next comes up to a second later. A pilot flying
+            the vehicle now is foreign before connect() returns (the bridge's first read decides
+            whether it may hold the vehicle)."""
+            conn.on_message = self._on_message
+            self._on_message(conn.latest["HEARTBEAT"])
+
+        conn.snapshot_with(attach)
         self._conn = conn
         for message, hz in STREAMS_HZ.items():  # fire and forget: telemetry shows whether it worked
             conn.send(mavlink.MAVLink_command_long_message(

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Optional
 
-from cityseeker_ros.core.vehicles.bridge import VehicleBridge
+from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE, VehicleBridge
 from cityseeker_ros.core.vehicles.mavlink.link import MavlinkLink
 from cityseeker_ros.core.vehicles.mavlink.simulator import MavlinkSimulator
 from cityseeker_ros.core.vehicles.monitor.mavlink_wire import MavlinkObserver
@@ -98,8 +98,10 @@ class MavlinkRig:
         link = MavlinkLink(f"udp://127.0.0.1:{self.port}", takeoff_alt_m=TAKEOFF_M)
         bridge = VehicleBridge(link, gate, rtl_battery_fraction=0.2, safety_period_s=0.02, state_period_s=0.05,
                                link_timeout_s=0.5, reconnect_period_s=0.3, connect_timeout_s=6.0)
-        if wait:  # a bridge restarted while the radio is down connects once it is back
-            assert wait_for(lambda: bridge.holds >= 1, 15.0), bridge.status()
+        if wait:  # a bridge restarted while the radio is down connects once it is back; one restarted
+            # while a pilot flies the vehicle sends nothing (not even a hold) and says so
+            assert wait_for(lambda: bridge.holds >= 1 or bridge.status().code == PILOT_OVERRIDE, 15.0), \
+                bridge.status()
         return bridge
 
     def _airborne(self) -> None:

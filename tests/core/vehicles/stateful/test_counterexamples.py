@@ -20,3 +20,20 @@ def test_an_estop_during_a_stalled_safety_thread_stops_the_links_setpoint_stream
     state.stall_safety_thread(pause=0.0, seconds=0.45)
     state.estop(pause=0.4)
     state.teardown()  # the monitor's verdict: raises on a violation
+
+
+@pytest.mark.parametrize("machine", [Px4Safety, ArduPilotSafety], ids=["px4", "ardupilot"])
+def test_a_bridge_restarted_while_a_pilot_flies_leaves_the_vehicle_to_the_pilot(machine):
+    """The pilot switches modes, the bridge restarts: the new link judged none of the heartbeats it
+    heard while connecting, the bridge's first read showed no foreign mode, it held the vehicle, and
+    its next goal switched it back to OFFBOARD/GUIDED (found by the soak). The link now judges the
+    last heartbeat before connect() returns."""
+    state = machine()
+    state.pilot_switch(pause=0.2)
+    state.pilot_switch(pause=0.01)
+    state.stale_goal(age=5.0, bearing=10.0, pause=0.2)
+    state.velocity_in_a_wrong_frame(frame="ned", east=2.3, pause=0.0)
+    state.restart_bridge(pause=0.6)
+    state.velocity_in_a_wrong_frame(frame="ned", east=1.6, pause=0.2)
+    state.velocity(east=-2.1, north=-3.9, up=0.0, pause=0.05)
+    state.teardown()
