@@ -50,6 +50,7 @@ from cityseeker_ros.core.vehicles.link import (
     Fence,
     LinkError,
     PilotOverride,
+    StreamStopped,
     VehicleLink,
     VehicleState,
 )
@@ -169,6 +170,7 @@ class VehicleBridge:
         self._estop_trips = self._estop_trips_handled = 0
         self._terminate_requested = False
         self._pilot_reported: Optional[str] = None  # a link call raised PilotOverride
+        self._stream_stopped: Optional[str] = None  # a link call raised StreamStopped: a hold is due
         # The safety thread's own bookkeeping of what it gave the motion thread.
         self._latest_seq = 0  # the decision number of gate.latest
         self._flying_seq: Optional[int] = None  # the decision the motion thread carries out
@@ -486,6 +488,11 @@ class VehicleBridge:
             self._event(Event.RTL, asked_at=rtl)
         if end is not None:
             self._event(Event.SEEK_END, asked_at=end)
+        with self._lock:
+            stream_stopped, self._stream_stopped = self._stream_stopped, None
+        if stream_stopped is not None and authority.state in MOVING_STATES:
+            log.warning("%s: holding (a newer decision flies again)", stream_stopped)
+            self._event(Event.HOLD)
         if started is not None and authority.state is State.STARTING and started[0] == self.door.epoch:
             self._event(Event.STARTED if started[1] else Event.START_FAILED)
             self._flying_seq = self._sent = None  # in the air: the newest goal is given to fly, as a decision
@@ -675,8 +682,17 @@ class VehicleBridge:
     def _keepalive(self) -> None:
         try:
             self.link.keepalive()
+        except StreamStopped as exc:
+            self._hold_due(f"keepalive: {exc}")
         except LinkError as exc:
             self._link_failed(f"keepalive failed: {exc}")
+
+    def _hold_due(self, why: str) -> None:
+        """The link's stream stopped because this bridge's loop was late: the next tick holds (the
+        link is fine; a reconnect would leave the vehicle to the autopilot's failsafe meanwhile)."""
+        with self._lock:
+            self._stream_stopped = why
+        self._wake.set()
 
     def _link_failed(self, error: str) -> None:
         with self._lock:
@@ -718,6 +734,8 @@ class VehicleBridge:
                 pass
             except PilotOverride as exc:
                 self._pilot_says(exc)
+            except StreamStopped as exc:
+                self._hold_due(f"{type(command).__name__.lower()} failed: {exc}")
             except LinkError as exc:
                 if self.door.epoch == epoch:  # else a stop superseded the call and the link refused the rest
                     self._link_failed(f"{type(command).__name__.lower()} failed: {exc}")

@@ -24,6 +24,12 @@ class LinkError(CitySeekerError):
     """The vehicle is unreachable or refused a request; one line naming the endpoint or request and why."""
 
 
+class StreamStopped(LinkError):
+    """The link's own setpoint stream stopped because its owner's keepalive went stale (a stalled
+    control loop): the link itself is fine, and the owner's next word must be a stop, not a reconnect
+    (which would leave the vehicle to the autopilot's offboard-loss failsafe meanwhile)."""
+
+
 class PilotOverride(LinkError):
     """The autopilot left the stack's mode by itself (an RC mode switch or its own failsafe): the link
     sends no motion until the owner calls `take_control()` again."""

@@ -11,7 +11,7 @@ import pytest
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE, SAFETY_STALLED, VehicleBridge
-from cityseeker_ros.core.vehicles.link import Capabilities
+from cityseeker_ros.core.vehicles.link import Capabilities, StreamStopped
 from cityseeker_ros.core.vehicles.safety import HOLD, Goal, SafetyGate, Velocity
 from cityseeker_ros.core.vehicles.safety.codes import SafetyCode
 from tests.core.vehicles.test_bridge import HOME, MOTION, ScriptedLink, bridge_for, config, goal, wait_for
@@ -223,3 +223,24 @@ def test_an_estop_tripped_and_reset_while_the_safety_thread_is_stalled_still_sto
     assert late == [], f"{len(late)} velocity calls after the trip"
     b.command(Velocity(0.0, 0.0, 0.3))  # a decision after the reset moves it again
     assert wait_for(lambda: any(n == "velocity" and t > tripped_at for n, t in link.calls))
+
+
+def test_a_link_whose_stream_stopped_on_a_late_keepalive_is_held_not_reconnected(made):
+    """The MAVLink link stops its setpoint stream when the bridge's keepalive is late; it used to be
+    taken for a lost link (a reconnect, no hold, the vehicle left in the control mode with no
+    setpoints). StreamStopped is the bridge's own lateness: it holds, and a newer decision flies."""
+    link, b = flying(made, safety={"decision_timeout_s": 30.0})
+    b.command(goal())
+    assert wait_for(lambda: link.names()[-2:] == ["take_control", "go_to"])
+    late = threading.Event()
+
+    def keepalive():
+        if not late.is_set():
+            late.set()
+            raise StreamStopped("setpoint stream stopped (the owner's keepalive is 0.58 s old)")
+
+    link.keepalive = keepalive
+    assert wait_for(lambda: link.names()[-1] == "hold")
+    assert b.status().code != "link_error" and link.names(only={"connect"}) == ["connect"]
+    b.command(goal(50.0))
+    assert wait_for(lambda: link.names()[-2:] == ["take_control", "go_to"])

@@ -6,7 +6,7 @@
   included, with `PilotOverride` and never switches back on its own; only a stop (hold, land, return)
   after `operator_takes_control()` (the bridge's, on an operator's take-control) ends that.
 - Setpoints are streamed by a `SetpointStreamer` that runs only while the owner's `keepalive()` (or a
-  new command) is fresher than `keepalive_s`; a stalled owner lets PX4's offboard-loss failsafe act.
+  new command) is fresher than `keepalive_s`; a stalled owner is told so (StreamStopped) and holds.
 - hold / land / return are the autopilot's own modes (PX4 AUTO.LOITER / AUTO.LAND / AUTO.RTL,
   ArduPilot BRAKE / LAND / RTL); they give control back to the autopilot.
 - `VehicleState.foreign_mode`, in every state, not only while commanding: the link remembers the
@@ -58,6 +58,7 @@ from cityseeker_ros.core.vehicles.link import (
     Heard,
     LinkError,
     PilotOverride,
+    StreamStopped,
     VehicleLink,
     VehicleState,
 )
@@ -580,12 +581,17 @@ class MavlinkLink(VehicleLink):
             raise
 
     def keepalive(self) -> None:
+        """StreamStopped when the stream died of a stale keepalive (the owner was late): the vehicle
+        is in the control mode with no setpoints, and the owner must hold it now."""
         streamer = self._streamer
-        if streamer is not None and streamer.alive:
-            try:
-                streamer.keepalive()
-            except LinkError:
-                pass  # it stopped between the two lines; go_to/velocity will say why
+        if streamer is None:
+            return
+        try:
+            streamer.keepalive()
+        except StreamStopped:
+            raise
+        except LinkError:
+            pass  # stopped by a stop, a pilot or a close: go_to/velocity will say why
 
     def _position(self, what: str) -> Message:
         """The latest GLOBAL_POSITION_INT, waiting for a first one as long as a command would."""

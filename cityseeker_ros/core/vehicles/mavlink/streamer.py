@@ -1,7 +1,8 @@
 """The setpoint stream PX4's OFFBOARD mode needs (at least 2 Hz, started before the switch), held on a
 short leash: it resends the owner's current setpoint only while the owner's keepalive is fresh. When
-the owner's control loop crashes or stalls, the stream stops within the keepalive limit and the
-autopilot's own offboard-loss failsafe takes over; the vehicle never flies on a stale setpoint.
+the owner's control loop crashes or stalls, the stream stops within the keepalive limit (the
+autopilot's own offboard-loss failsafe is the last resort) and the owner's next call raises
+StreamStopped, so a late owner holds; the vehicle never flies on a stale setpoint.
 
 A stopped streamer stays stopped: it has no restart. Streaming again takes a new streamer, which only
 an explicit `take_control()` makes.
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Generic, Optional, TypeVar
 
-from cityseeker_ros.core.vehicles.link import LinkError
+from cityseeker_ros.core.vehicles.link import LinkError, StreamStopped
 
 S = TypeVar("S")
 
@@ -33,6 +34,7 @@ class SetpointStreamer(Generic[S]):
         self._last_keepalive = time.monotonic()
         self._waiting = 0  # owner calls in progress that wait on the vehicle
         self.stop_reason: Optional[str] = None
+        self.stale = False  # stopped because the owner's keepalive went stale
         self.sent = 0
         self._thread = threading.Thread(target=self._run, name=f"{name} streamer", daemon=True)
 
@@ -85,7 +87,8 @@ class SetpointStreamer(Generic[S]):
 
     def _check_alive(self) -> None:
         if self._stopped.is_set():
-            raise LinkError(f"setpoint stream stopped ({self.stop_reason}); call take_control() to start a new one")
+            error = StreamStopped if self.stale else LinkError
+            raise error(f"setpoint stream stopped ({self.stop_reason}); call take_control() to start a new one")
 
     def _run(self) -> None:
         while not self._stopped.is_set():
@@ -96,6 +99,7 @@ class SetpointStreamer(Generic[S]):
                 if age > self.keepalive_s:
                     self.stop_reason = self.stop_reason or (
                         f"the owner's keepalive is {age:.2f} s old, over the {self.keepalive_s:g} s limit")
+                    self.stale = self.stop_reason.startswith("the owner's keepalive")
                     self._stopped.set()
                     return
                 setpoint = self._setpoint

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from cityseeker_ros.core.vehicles.link import LinkError, PilotOverride
+from cityseeker_ros.core.vehicles.link import LinkError, PilotOverride, StreamStopped
 from cityseeker_ros.core.vehicles.mavlink.streamer import SetpointStreamer
 
 
@@ -42,8 +42,8 @@ def test_streams_the_latest_setpoint_while_fed_then_stops_for_good():
     assert "keepalive" in streamer.stop_reason
     assert 15 <= len(sent.sent) and {s for _, s in sent.sent} == {"a", "b"} and sent.sent[-1][1] == "b"
     assert sent.after(last_feed + 0.2 + 0.02 + 0.02) == 0  # nothing after the limit, one period and slack
-    with pytest.raises(LinkError, match="stream stopped .*keepalive.*take_control"):
-        streamer.keepalive()
+    with pytest.raises(StreamStopped, match="stream stopped .*keepalive.*take_control"):
+        streamer.keepalive()  # a late owner is told so: it must hold, the link is fine
     with pytest.raises(LinkError, match="stream stopped"):
         streamer.set("c")
     count = len(sent.sent)
@@ -70,6 +70,9 @@ def test_stop_is_immediate_and_keeps_the_first_reason():
     streamer.stop("hold")
     streamer.stop("closed")
     assert time.monotonic() - started < 0.1 and streamer.stop_reason == "hold" and len(sent.sent) == 1
+    with pytest.raises(LinkError) as refused:
+        streamer.keepalive()
+    assert not isinstance(refused.value, StreamStopped)  # a stop by its owner is not a late owner
 
 
 def test_rate_and_keepalive_must_be_positive():

@@ -37,3 +37,23 @@ def test_a_bridge_restarted_while_a_pilot_flies_leaves_the_vehicle_to_the_pilot(
     state.velocity_in_a_wrong_frame(frame="ned", east=1.6, pause=0.2)
     state.velocity(east=-2.1, north=-3.9, up=0.0, pause=0.05)
     state.teardown()
+
+
+@pytest.mark.parametrize("machine", [Px4Safety, ArduPilotSafety], ids=["px4", "ardupilot"])
+def test_a_stall_that_outlives_the_links_keepalive_still_ends_in_a_hold(machine):
+    """Goals, then safety-thread stalls longer than the link's 0.5 s keepalive, then the session
+    ends: the stream stopped, the bridge took the failed goal for a lost link and was reconnecting
+    when closed, so no hold went out and the vehicle sat in OFFBOARD/GUIDED with no setpoints (found
+    by the soak). The link now says StreamStopped and the bridge holds instead."""
+    s = machine()
+    s.goal(bearing=49, metres=40, alt=10, kind="inside", pause=0.0)
+    s.goal(bearing=60, metres=37, alt=10, kind="inside", pause=0.4)
+    s.stall_safety_thread(seconds=0.9, pause=0.01)
+    s.stall_safety_thread(seconds=0.3, pause=0.1)
+    s.stall_safety_thread(seconds=0.3, pause=0.4)
+    s.goal(bearing=277, metres=18, alt=10, kind="inside", pause=0.4)
+    s.goal(bearing=0, metres=49, alt=10, kind="inside", pause=0.0)
+    s.stall_safety_thread(seconds=0.6, pause=0.1)
+    s.goal(bearing=271, metres=43, alt=10, kind="inside", pause=0.05)
+    s.goal(bearing=343, metres=58, alt=10, kind="inside", pause=0.0)
+    s.teardown()
