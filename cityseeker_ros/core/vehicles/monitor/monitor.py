@@ -57,6 +57,9 @@ class MonitorSettings:
     # A setpoint repeating the target already streaming may still leave this long after a marker or a foreign
     # mode (it was in flight when the stack learnt of it); a new target, a takeoff or a mode change may not.
     reaction_s: float = 0.3
+    # Where the vehicle stamps what it saw on arrival, a message the stack sent (checked) just before an
+    # event may be seen this long after it: the delivery time of the observed path. 0 for a wire tap.
+    transport_s: float = 0.0
     speed_tolerance_fraction: float = 0.2  # speed limit * (1 + fraction) + margin ...
     speed_tolerance_m_s: float = 0.5
     speed_window_s: float = 1.0  # ... exceeded by every sample for this long
@@ -254,6 +257,8 @@ class FlightMonitor:
         window = self.settings.reaction_s if window is None else window
         if s.t - since > window or (self._stop_t is not None and self._stop_t > since):
             return False
+        if s.t - since <= self.settings.transport_s:
+            return True  # sent before the event, seen after it
         if s.kind in (POSITION, VELOCITY) and _target(s) == self._streaming_at.get(event):
             return True
         return decided_before and 0.0 <= since - self._decision_t <= self.settings.reaction_s

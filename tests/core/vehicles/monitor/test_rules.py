@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cityseeker_ros.core.vehicles.monitor import RULES, Sent
+from cityseeker_ros.core.vehicles.monitor import RULES, FlightMonitor, MonitorSettings, Sent, limits_from_dict
 from tests.core.vehicles.monitor.streams import (
+    SAFETY,
     decide,
     flying,
     goto,
@@ -55,6 +56,17 @@ def test_no_motion_after_hold(tail, broken):
 ])
 def test_an_estop_trip_stops_motion_until_reset_and_a_new_decision(tail, broken):
     assert rules_broken(flying() + tail) == broken
+
+
+@pytest.mark.parametrize("transport_s, seen_after_s, broken", [
+    (0.0, 0.006, [HOLD_RULE]),  # a wire tap: a new target after the trip left after it
+    (0.02, 0.006, []),  # stamped on arrival: sent before the trip, delivered 6 ms after it
+    (0.02, 0.03, [HOLD_RULE]),  # later than the delivery time: sent after the trip
+])
+def test_a_new_target_seen_within_the_delivery_time_of_a_trip_was_sent_before_it(transport_s, seen_after_s, broken):
+    m = FlightMonitor(limits_from_dict(SAFETY), MonitorSettings(transport_s=transport_s))
+    found = m.feed_all(flying() + [marker(1.0, "estop_trip"), goto(1.0 + seen_after_s, 30.0)])
+    assert [v.rule for v in found] == broken
 
 
 # -- pilot_wins -----------------------------------------------------------------------------------------

@@ -233,7 +233,7 @@ class SafetyMachine(RuleBasedStateMachine):
         finally:
             self.rig.shutdown()
             self.tap.remove_folder()
-        violations = judge(self.tap, self.rig.safety)
+        violations = judge(self.tap, self.rig.safety, getattr(self.rig, "monitor_settings", None))
         if type(self).record is not None:
             type(self).record.append((self.log + around(self.tap, violations[0].t) if violations else self.log,
                                       dict(self.tap.counts), violations))
