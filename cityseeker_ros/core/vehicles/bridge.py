@@ -244,13 +244,18 @@ class VehicleBridge:
             self.gate.beat(now)
 
     def trip_estop(self, source: str, reason: str = "", held: bool = False) -> None:
-        """Latch (saved to the latch file first), then hold (or land) before the call returns, as an
-        operator's request does: a link that streams its last setpoint by itself (MAVLink) stops only
-        at a stop, and a safety thread that is late must not leave it streaming meanwhile."""
+        """Latch (saved to the latch file first), then hold (or land) at once on a thread of its own:
+        a link that streams its last setpoint by itself (MAVLink) stops only at a stop, so a safety
+        thread that is late must not leave it streaming meanwhile, and the caller (a topic's callback)
+        never waits on the link (a stuck motion call holds a stop's door up to hold_timeout_s)."""
         with self._gate_lock:
             self.gate.estop.trigger(source, reason, held)
             self._estop_trips += 1
-        self._tick_now()
+        threading.Thread(target=self._tick_unless_closed, name="estop tick", daemon=True).start()
+
+    def _tick_unless_closed(self) -> None:
+        if not self._stop.is_set():
+            self._tick_now()
 
     def release_estop(self, source: str) -> None:
         with self._gate_lock:
