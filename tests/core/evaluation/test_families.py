@@ -15,17 +15,6 @@ from cityseeker_ros.core.evaluation.compare import comparison_table, load_runs, 
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.evaluation.report.page import write_report
 from cityseeker_ros.core.infra.errors import ConfigError
-from tests.core.tasks.landmarks.gridtown import SMALL, grid_graph, grid_scene, write_world_folder
-
-
-@pytest.fixture(scope="module")
-def grid_dir(tmp_path_factory) -> Path:
-    from cityseeker_ros.core.tasks.landmarks.generator import LandmarkTaskSettings, generate_landmark_tasks
-
-    graph = grid_graph()
-    scene = grid_scene(graph)
-    generated = generate_landmark_tasks("gridtown", graph, scene, LandmarkTaskSettings(**SMALL))
-    return write_world_folder(tmp_path_factory.mktemp("worlds") / "gridtown", graph, scene, generated.document)
 
 
 def run(data: Path, out: Path, policy: str, **kw) -> dict:
