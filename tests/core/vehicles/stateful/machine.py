@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from cityseeker_ros.core.vehicles.authority import State
+from cityseeker_ros.core.vehicles.bridge import LINK_ERROR
 from cityseeker_ros.core.vehicles.monitor import Marker
 from cityseeker_ros.core.vehicles.safety.commands import HOLD, Goal, Velocity
 from cityseeker_ros.core.vehicles.safety.envelope import check_envelope
@@ -226,7 +227,10 @@ class SafetyMachine(RuleBasedStateMachine):
                 self._outage()
                 self.rig.restore_link()
                 self.tap.mark("link_back")
-                wait_for(lambda: self.bridge.connected and self.bridge.authority.state is not State.DISCONNECTED, 5.0)
+                # ... and hears the vehicle again (fresh state): a session ending before that cannot be
+                # held (the bridge does not act on a vehicle it last saw before the outage)
+                wait_for(lambda: self.bridge.connected and self.bridge.authority.state is not State.DISCONNECTED
+                         and self.bridge.status().code != LINK_ERROR, 10.0)
             self.tap.mark("session_end")
             self.rig.close()
             time.sleep(0.3)
