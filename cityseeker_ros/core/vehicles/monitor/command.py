@@ -88,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
     started = time.monotonic()
     previous = signal.signal(signal.SIGTERM, _interrupt) if _main_thread() else None
+    poller = select.poll()  # not select(): it cannot watch a descriptor numbered 1024 or more
+    poller.register(sock.fileno(), select.POLLIN)
     try:
         while not args.duration or time.monotonic() - started < args.duration:
             wait = READ_SLICE_S if not args.duration else max(0.0, min(READ_SLICE_S, started + args.duration
                                                                         - time.monotonic()))
-            ready, _, _ = select.select([sock], [], [], wait)
-            if not ready:
+            if not poller.poll(wait * 1000.0):
                 continue
             data = sock.recv(65535)
             t = time.monotonic() - started

@@ -97,9 +97,10 @@ class Stack:
         self._thread.start()
 
     def _forward(self) -> None:
+        poller = select.poll()  # late in a whole-suite run descriptors pass 1024, beyond select()
+        poller.register(self.gcs.fileno(), select.POLLIN)
         while not self._stop.is_set():
-            ready, _, _ = select.select([self.gcs], [], [], 0.05)
-            if ready:
+            if poller.poll(50):
                 data, _ = self.gcs.recvfrom(65535)
                 self.tap.sendto(data, self.monitor)
 
