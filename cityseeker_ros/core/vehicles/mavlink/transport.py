@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 import errno
+import os
 import re
 import select
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -168,6 +170,9 @@ class TcpTransport(Transport):
         self.sock.close()
 
 
+WRITE_TIMEOUT_S = 1.0
+
+
 class SerialTransport(Transport):
     def __init__(self, endpoint: Endpoint) -> None:
         try:
@@ -175,21 +180,38 @@ class SerialTransport(Transport):
         except ImportError:
             raise LinkError("serial endpoints need pyserial: pip install 'cityseeker_ros[mavlink]'") from None
         try:
-            self.port = serial.Serial(endpoint.device, endpoint.baud, timeout=0, write_timeout=1.0)
+            self.port = serial.Serial(endpoint.device, endpoint.baud, timeout=0, write_timeout=WRITE_TIMEOUT_S)
             self.errors = (serial.SerialException, OSError)
         except (serial.SerialException, OSError, ValueError) as exc:
             raise LinkError(f"cannot open {endpoint.describe()}: {exc}") from None
 
+    # pyserial opens and configures the port; the bytes go through os.read and os.write on its
+    # (non-blocking) descriptor, because pyserial's own read and write call select(), which fails
+    # for a descriptor numbered 1024 or more.
     def read(self, timeout_s: float) -> bytes:
         if not readable(self.port, timeout_s):
             return b""
-        return bytes(self.port.read(self.port.in_waiting or 1))
+        try:
+            return os.read(self.port.fileno(), max(self.port.in_waiting, 1))
+        except BlockingIOError:
+            return b""
 
     def write(self, data: bytes) -> None:
+        """Within WRITE_TIMEOUT_S, else dropped: on a wedged radio, link loss shows in the heartbeat age."""
+        fd, rest = self.port.fileno(), memoryview(data)
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        deadline = time.monotonic() + WRITE_TIMEOUT_S
         try:
-            self.port.write(data)
+            while rest:
+                try:
+                    rest = rest[os.write(fd, rest):]
+                except BlockingIOError:
+                    pass
+                if rest and not poller.poll(max(0.0, deadline - time.monotonic()) * 1000.0):
+                    return
         except self.errors:
-            pass  # a write timeout on a wedged radio: link loss shows in the heartbeat age
+            pass
 
     def close(self) -> None:
         self.port.close()
