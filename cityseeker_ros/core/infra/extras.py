@@ -44,7 +44,8 @@ class MissingExtra(ConfigError):
 
 def install_hint(extra: str) -> str:
     """How to install `extra` from the repository root (the Makefile's extra-NAME target)."""
-    if EXTRAS[extra].beside if extra in EXTRAS else False:
+    known = EXTRAS.get(extra)
+    if known is not None and known.beside:
         return f"make extra-{extra}"  # pip alone would not bring what is installed beside it
     return f"make extra-{extra} (or .venv/bin/pip install -e '.[{extra}]')"
 

@@ -97,9 +97,10 @@ class SetpointStreamer(Generic[S]):
                     self._last_keepalive = time.monotonic()
                 age = time.monotonic() - self._last_keepalive
                 if age > self.keepalive_s:
-                    self.stop_reason = self.stop_reason or (
-                        f"the owner's keepalive is {age:.2f} s old, over the {self.keepalive_s:g} s limit")
-                    self.stale = self.stop_reason.startswith("the owner's keepalive")
+                    if self.stop_reason is None:  # not stopped by its owner meanwhile: the owner was late
+                        self.stop_reason = (f"the owner's keepalive is {age:.2f} s old, over the "
+                                            f"{self.keepalive_s:g} s limit")
+                        self.stale = True
                     self._stopped.set()
                     return
                 setpoint = self._setpoint
