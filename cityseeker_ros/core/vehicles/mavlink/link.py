@@ -16,8 +16,10 @@
   AUTO.TAKEOFF -> AUTO.LOITER, AUTO.RTL -> AUTO.LAND; ArduPilot RTL -> LAND) and, while a request is
   pending (its mode not yet shown, and less than `settle_s` since it: every try of the command plus
   one 1 Hz heartbeat period), the mode the vehicle was in when it was asked. Before the stack asked
-  for any mode, an armed vehicle in anything but the hold mode is foreign (a pilot flies it); arming
-  it from the ground counts as asking for the mode it arms in. It is sticky: only `take_control()`
+  for any mode, an armed vehicle in anything but the hold mode or the control mode is foreign (a
+  pilot flies it); the control mode is a restarted stack's own, left with no setpoints, which the
+  bridge's first hold ends; arming it from the ground counts as asking for the mode it arms in.
+  It is sticky: only `take_control()`
   or a hold, land or return clears it, and meanwhile go_to, velocity, takeoff and arm raise
   `PilotOverride` and `_send_motion` sends nothing, so a late call from an old job never switches the
   vehicle back. What was asked survives a link loss and a reconnect of the same link, so a pilot's
@@ -366,8 +368,8 @@ class MavlinkLink(VehicleLink):
             return False
         if not armed:
             return False
-        if asked is None:
-            foreign = mode != flavour.hold_mode
+        if asked is None:  # the stack's control mode is its own (an earlier bridge's, a restart): held next
+            foreign = mode not in (flavour.hold_mode, flavour.control_mode)
         else:
             allowed = {asked.mode, *flavour.successors.get(asked.mode, ())}
             if not asked.shown and not asked.acked and now - asked.at <= self.settle_s:

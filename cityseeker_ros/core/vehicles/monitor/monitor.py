@@ -117,6 +117,7 @@ class FlightMonitor:
         self._estop_t: Optional[float] = None  # set while the e-stop is tripped
         self._decision_t = -math.inf  # the latest goal or velocity decision that may be obeyed
         self._bad: list[tuple[Decision, str]] = []  # refused decisions not yet superseded
+        self._in_force: Optional[Decision] = None  # the latest goal or velocity that may be obeyed
         self._link_lost_t: Optional[float] = None  # set while the link is lost
         self._link_back_t: Optional[float] = None
         self._end_t: Optional[float] = None
@@ -305,18 +306,26 @@ class FlightMonitor:
             self._last_key.pop(R.INSIDE_FENCE, None)
 
     def _refused(self, s: Sent, what: str, found: list[Violation]) -> None:
+        """A refused decision leaves the one in force flying (the bridge never hears it): a setpoint
+        that decision explains is its own, even where it also matches the refused one (a velocity
+        in force parallel to a refused one cannot be told from it on the wire)."""
         self._judged[R.REFUSES_BAD_FRAMES_AND_STALE_STAMPS] += 1
+        if self._bad and self._flies(s, self._in_force):
+            return
         for d, why in self._bad:
-            if s.kind == VELOCITY and d.velocity is not None and s.velocity_enu is not None:
-                if _along(s.velocity_enu, d.velocity):
-                    self._flag(R.REFUSES_BAD_FRAMES_AND_STALE_STAMPS, s.t, ("refused", d.t),
-                               f"{what} flies the velocity decided at t={d.t:.2f} s that must be refused ({why})",
-                               found)
-            elif s.kind == POSITION and d.goal is not None and s.lat is not None and s.lon is not None:
-                if distance_m(s.lat, s.lon, d.goal[0], d.goal[1]) <= self.settings.goal_match_m:
-                    self._flag(R.REFUSES_BAD_FRAMES_AND_STALE_STAMPS, s.t, ("refused", d.t),
-                               f"{what} flies to the goal decided at t={d.t:.2f} s that must be refused ({why})",
-                               found)
+            if self._flies(s, d):
+                target = "the velocity" if s.kind == VELOCITY else "to the goal"
+                self._flag(R.REFUSES_BAD_FRAMES_AND_STALE_STAMPS, s.t, ("refused", d.t),
+                           f"{what} flies {target} decided at t={d.t:.2f} s that must be refused ({why})", found)
+
+    def _flies(self, s: Sent, d: Optional[Decision]) -> bool:
+        """`s` is a setpoint for decision `d`: a velocity along it, or a position at its goal."""
+        if d is None:
+            return False
+        if s.kind == VELOCITY:
+            return d.velocity is not None and s.velocity_enu is not None and _along(s.velocity_enu, d.velocity)
+        return (s.kind == POSITION and d.goal is not None and s.lat is not None and s.lon is not None
+                and distance_m(s.lat, s.lon, d.goal[0], d.goal[1]) <= self.settings.goal_match_m)
 
     # -- modes ---------------------------------------------------------------------------------------
     def _closure(self, modes: Iterable[str]) -> set[str]:
@@ -418,7 +427,8 @@ class FlightMonitor:
             self.events.append((d.t, f"decision {d.command} to be refused: {why}"))
             return
         self._bad.clear()
-        if d.command in (GOAL_COMMAND, VELOCITY_COMMAND):
+        self._in_force = d if d.command in (GOAL_COMMAND, VELOCITY_COMMAND) else None
+        if self._in_force is not None:
             self._decision_t = d.t
 
     def _marker(self, m: Marker) -> None:

@@ -132,6 +132,24 @@ def test_connecting_to_a_vehicle_a_pilot_flies_shows_it_foreign_and_a_parked_one
     assert link.state().foreign_mode is None and parked.state().foreign_mode is None
 
 
+CONTROL = {"px4": "OFFBOARD", "ardupilot": "GUIDED"}
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_vehicle_left_in_the_control_mode_by_an_earlier_stack_is_not_foreign_and_a_hold_takes_it(
+        vehicle, flavour):
+    """A bridge restarted while its vehicle flew in GUIDED took GUIDED for a pilot's mode, sent
+    nothing, and the Seek ended with the vehicle left in GUIDED (found by the ArduPilot soak)."""
+    sim, link = vehicle(flavour, connect=False)
+    with sim._lock:
+        sim.armed, sim.pos, sim.hold_point, sim.mode = True, [0.0, 0.0, 8.0], [0.0, 0.0, 8.0], CONTROL[flavour]
+    link.connect(3.0)
+    assert link.state().foreign_mode is None
+    link.hold()
+    wait_until(lambda: sim.mode == HOLD[flavour], 3.0, what="the hold")
+    assert link.state().foreign_mode is None
+
+
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_a_pilot_switch_during_a_link_loss_shows_when_the_link_returns(vehicle, flavour):
     sim, link = vehicle(flavour)

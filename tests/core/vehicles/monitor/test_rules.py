@@ -234,6 +234,12 @@ def test_the_end_action_of_the_safety_file_counts_as_the_hold():
     ([decide(1.0, east_m=30.0, stamp=0.5), goto(1.1, 30.0)], []),  # 0.5 s: fresh enough
     ([decide(1.0, east_m=30.0, stamp=3.0), goto(1.1, 30.0)], [REFUSE]),  # from the future
     ([decide(1.0, east_m=30.0, stamp=-1e9), goto(1.1, 10.0)], []),  # refused; the old target streams on
+    # a velocity in force parallel to a refused one (found by the soak): its repeats are its own; the
+    # refused one's speed is not
+    ([decide(0.9, "velocity", velocity=(1.93, 0.0, 0.0)), vel(0.95, 1.93, 0.0),
+      decide(1.0, "velocity", frame="ned", velocity=(2.94, 0.0, 0.0)), vel(1.1, 1.93, 0.0)], []),
+    ([decide(0.9, "velocity", velocity=(1.93, 0.0, 0.0)), vel(0.95, 1.93, 0.0),
+      decide(1.0, "velocity", frame="ned", velocity=(2.94, 0.0, 0.0)), vel(1.1, 2.94, 0.0)], [REFUSE]),
 ])
 def test_refuses_bad_frames_and_stale_stamps(tail, broken):
     assert rules_broken(flying() + tail) == broken

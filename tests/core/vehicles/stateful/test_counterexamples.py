@@ -57,3 +57,23 @@ def test_a_stall_that_outlives_the_links_keepalive_still_ends_in_a_hold(machine)
     s.goal(bearing=271, metres=43, alt=10, kind="inside", pause=0.05)
     s.goal(bearing=343, metres=58, alt=10, kind="inside", pause=0.0)
     s.teardown()
+
+
+@pytest.mark.parametrize("machine", [Px4Safety, ArduPilotSafety], ids=["px4", "ardupilot"])
+def test_a_bridge_restarted_during_an_outage_holds_the_vehicle_its_predecessor_left_in_control(machine):
+    """The radio drops during the climb, the bridge restarts meanwhile, the radio returns: the new
+    link took the control mode its predecessor had entered for a pilot's, the bridge sent nothing
+    and the session ended with the vehicle in GUIDED (found by the ArduPilot soak, 2 runs in 4). The
+    control mode is now the stack's own at connect: the new bridge's first act is a hold."""
+    s = machine()
+    s.drop_link(pause=0.0)
+    s.stale_goal(age=5.0, bearing=10, pause=0.1)
+    s.low_battery(pause=0.4)
+    s.velocity_in_a_wrong_frame(frame="ned", east=1.0, pause=0.4)
+    s.restart_bridge(pause=0.0)
+    s.low_battery(pause=0.01)
+    s.stall_safety_thread(seconds=0.9, pause=0.05)
+    s.link_back(pause=0.85)
+    s.drop_link(pause=0.0)
+    s.stale_goal(age=5.0, bearing=10, pause=0.0)
+    s.teardown()
