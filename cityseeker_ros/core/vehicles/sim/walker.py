@@ -12,6 +12,7 @@ walker's: it holds on them and counts them.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import Optional
@@ -48,6 +49,8 @@ class SimulatedWalker:
         self.travelled_m = 0.0
         self._rng = np.random.default_rng(seed)
         self._at = clock()
+        # a link's telemetry reads fixes while its bridge sends goals and holds, on other threads
+        self._lock = threading.RLock()
 
     @property
     def moving(self) -> bool:
@@ -56,42 +59,46 @@ class SimulatedWalker:
     def command(self, command: Command) -> None:
         """A motion command as a safety gate let it through: the in-process simulated field's gate
         (sim/field.py); a WalkerLink behind the generic bridge moves it through go_to and hold."""
-        if isinstance(command, Goal):
-            self._walk_to(command.lat, command.lon)
-        elif isinstance(command, Hold):
-            self._stand()
-        else:
-            self._advance()
-            self.refused += 1
-            self.goal = None
+        with self._lock:
+            if isinstance(command, Goal):
+                self._walk_to(command.lat, command.lon)
+            elif isinstance(command, Hold):
+                self._stand()
+            else:
+                self._advance()
+                self.refused += 1
+                self.goal = None
 
     def _walk_to(self, lat: float, lon: float) -> None:
         """The walker's one motion sender (WalkerLink.go_to)."""
-        self._advance()
-        goal = (lat, lon)
-        if goal == self.position:
-            return
-        self.moves += 1
-        if self.follow_goals is not None and self.moves > self.follow_goals:
-            return
-        self.goal = goal
-        if self.speed_m_s is None:
-            self._move_to(goal)
+        with self._lock:
+            self._advance()
+            goal = (lat, lon)
+            if goal == self.position:
+                return
+            self.moves += 1
+            if self.follow_goals is not None and self.moves > self.follow_goals:
+                return
+            self.goal = goal
+            if self.speed_m_s is None:
+                self._move_to(goal)
 
     def _stand(self) -> None:
         """Stop where it stands (WalkerLink.hold)."""
-        self._advance()
-        self.holds += 1
-        self.goal = None
+        with self._lock:
+            self._advance()
+            self.holds += 1
+            self.goal = None
 
     def fix(self) -> tuple[float, float]:
         """The GNSS fix now: the true position after walking since the last call, plus noise."""
-        self._advance()
-        lat, lon = self.position
-        if self.noise_m == 0.0:
-            return lat, lon
-        r = self.noise_m * math.sqrt(self._rng.uniform())  # uniform over the disc
-        return destination(lat, lon, float(self._rng.uniform(0.0, 360.0)), r)
+        with self._lock:
+            self._advance()
+            lat, lon = self.position
+            if self.noise_m == 0.0:
+                return lat, lon
+            r = self.noise_m * math.sqrt(self._rng.uniform())  # uniform over the disc
+            return destination(lat, lon, float(self._rng.uniform(0.0, 360.0)), r)
 
     def _advance(self) -> None:
         now = self.clock()
