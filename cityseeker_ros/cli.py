@@ -135,8 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--dataset", default="auto", help="dataset format (default: auto-detect)")
     v.add_argument("--family", default=None, help="check only this task family's episodes (default: every "
                    "family the folder holds)")
-    v.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
-                   help=f"step budget the executability check uses (default {DEFAULT_MAX_STEPS})")
+    v.add_argument("--max-steps", type=int, default=None,
+                   help="step cap the solvability check uses (default: the family's, as a benchmark run)")
 
     w = sub.add_parser("world", help="build, dress, inspect and render worlds")
     wsub = w.add_subparsers(dest="world_command", required=True)
@@ -210,7 +210,8 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--backend-param", action="append", type=key_value_argument, metavar="KEY=VALUE",
                    help="VLM backend parameter (repeatable), e.g. quantization=quanto-int8 or base_url=URL")
     b.add_argument("--seeds", type=int, help="number of seeds: 0..N-1 (default 1)")
-    b.add_argument("--max-steps", type=int, help="step budget (default 35)")
+    b.add_argument("--max-steps", type=int, help="step cap of every episode, whatever its family (default: the "
+                   "family's: 35 for needs, each question's 50, each landmark goal's own up to 150)")
     b.add_argument("--limit", type=int, help="only the first K episodes")
     b.add_argument("--per-category", type=int, metavar="N", help="only the first N episodes of each category "
                    "of each city, in the data's order (the same ones every time; --limit then cuts that list)")
@@ -273,7 +274,7 @@ def _size(text: str) -> tuple[int, int]:
 
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "family": DEFAULT_FAMILY, "policy": None,
                                       "param": {}, "seeds": 1,
-                                      "max_steps": DEFAULT_MAX_STEPS, "limit": None, "per_category": None,
+                                      "max_steps": None, "limit": None, "per_category": None,
                                       "workers": 1, "batch_size": 1,
                                       "dtw_threshold_m": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
                                       "view_param": {}, "backend": None, "model": None, "backend_param": {},
@@ -559,13 +560,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     families = [args.family] if args.family else [
         f for f in family_names()
         if f == DEFAULT_FAMILY or any((d / get_family(f).tasks_file).is_file() for d in folders)]
+    for folder in folders:  # what the world's build found thin or could not make (world.json)
+        for warning in world_warnings(folder):
+            problems.warning(f"{folder / 'world.json'}: {warning}")
     for family in families:
         if len(families) > 1 or family != DEFAULT_FAMILY:
             print(f"== {family} ({get_family(family).seed_paper})")
+        cap = args.max_steps if args.max_steps is not None else get_family(family).default_max_steps()
         for w in load_dataset(args.data, args.dataset, problems, family=family):
             eps = w.episodes
             executable = sum(w.actions.route_executable(e.reference_path) for e in eps)
-            budget = {e.episode_id: get_family(family).budget(e, args.max_steps) for e in eps}
+            budget = {e.episode_id: get_family(family).budget(e, cap) for e in eps}
             solvable = sum(w.solvable(e, budget[e.episode_id]) for e in eps)
             print(f"{w.city}: {len(w.graph)} nodes, {len(w.graph.edges)} edges, {len(eps)} episodes"
                   + (" [synthetic]" if w.synthetic else ""))
@@ -574,7 +579,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                 print(f"  ground-truth routes executable hop by hop: {executable}/{len(eps)} "
                       f"({100 * executable / len(eps):.1f}%)")
                 budgets = sorted(set(budget.values()))
-                within = (f"{args.max_steps} steps" if budgets == [args.max_steps] else
+                within = (f"{cap} steps" if budgets == [cap] else
                           f"their own budgets ({budgets[0]}-{budgets[-1]} steps)")
                 print(f"  targets reachable within {within} (solvable): {solvable}/{len(eps)} "
                       f"({100 * solvable / len(eps):.1f}%)")
@@ -583,6 +588,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     n_err = len(problems.errors)
     print(f"{n_err} error(s), {len(problems.warnings)} warning(s)")
     return 1 if n_err else 0
+
+
+def world_warnings(folder: Path) -> list[str]:
+    """The warnings a world folder's world.json records of its build (thin data, families it has
+    no tasks for); none for a folder without one (a CitySeeker city)."""
+    from cityseeker_ros.core.infra.jsonfile import read_json_object
+
+    meta = Path(folder) / "world.json"
+    if not meta.is_file():
+        return []
+    warnings = read_json_object(meta).get("warnings", [])
+    return [str(w) for w in warnings] if isinstance(warnings, list) else [f"warnings is not a list: {warnings!r}"]
 
 
 def cmd_world(args: argparse.Namespace) -> int:

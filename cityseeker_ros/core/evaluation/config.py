@@ -35,7 +35,9 @@ class BenchmarkConfig:
     dataset: str = "auto"
     policy_params: dict[str, Any] = field(default_factory=dict)
     seeds: list[int] = field(default_factory=lambda: [0])
-    max_steps: int = DEFAULT_MAX_STEPS
+    # The run's step cap, over every family (an episode's own budget, PReP's or CityEQA's, is
+    # capped by it); None: the family's default_max_steps (CitySeeker's 35 for needs).
+    max_steps: Optional[int] = None  # type: ignore[assignment]  (an int once made)
     max_invalid_retries: int = 2
     limit: Optional[int] = None
     # Only the first N episodes of each category in each city, in load order: a small run that
@@ -56,6 +58,10 @@ class BenchmarkConfig:
     executor: str = "local"  # where episodes run: core/executors (local process pool, ray)
     ray_address: Optional[str] = None  # --executor ray: a cluster to join; None starts a local instance
     family: str = DEFAULT_FAMILY  # the task family whose episodes run (core/tasks/family.py)
+
+    def __post_init__(self) -> None:
+        if self.max_steps is None:
+            self.max_steps = _default_max_steps(self.family)
 
     @property
     def supervised(self) -> bool:
@@ -82,7 +88,7 @@ class BenchmarkConfig:
         """The executor's name is checked where it is used (Benchmark), which keeps this module
         free of the executors that run episodes for it."""
         POLICIES.get(self.policy)
-        get_family(self.family)
+        get_family(self.family).check_policy(self.policy)
         self.make_strategies()
         if self.views is not None:
             VIEW_SOURCES.get(self.views)
@@ -114,3 +120,11 @@ class BenchmarkConfig:
             raise ConfigError(f"--rounds must be >= 1, got {self.rounds}")
         if self.dtw_threshold_m <= 0:
             raise ConfigError(f"dtw threshold must be > 0 m, got {self.dtw_threshold_m}")
+
+
+def _default_max_steps(family: str) -> int:
+    """The family's cap when a run names none; an unknown family's name fails in validate()."""
+    try:
+        return get_family(family).default_max_steps()
+    except ConfigError:
+        return DEFAULT_MAX_STEPS

@@ -18,7 +18,7 @@ from cityseeker_ros.core.evaluation.metrics import DEFAULT_DTW_THRESHOLD_M
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.redact import redact_text
 from cityseeker_ros.core.sensing.views import ViewSource, make_view_source
-from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS, Action, Environment, Observation, Trajectory
+from cityseeker_ros.core.tasks.environment import Action, Environment, Observation, Trajectory
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.tasks.family import family_of
 
@@ -38,10 +38,13 @@ class EpisodeRun:
     policy or backend ends this episode with end reason `error`, never the run."""
 
     def __init__(self, world: World, episode: Episode, policy: Policy, seed: int, *,
-                 max_steps: int = DEFAULT_MAX_STEPS, max_invalid_retries: int = 2,
+                 max_steps: Optional[int] = None, max_invalid_retries: int = 2,
                  dtw_threshold_m: float = DEFAULT_DTW_THRESHOLD_M, views: Optional[ViewSource] = None,
                  round: int = 0) -> None:
+        """`max_steps` caps the episode's budget; None: its family's default cap, as a run's."""
         self.world, self.episode, self.policy, self.seed = world, episode, policy, seed
+        if max_steps is None:
+            max_steps = family_of(episode).default_max_steps()
         self.max_steps, self.dtw_threshold_m = max_steps, dtw_threshold_m
         self.env = Environment(world, max_steps=max_steps, max_invalid_retries=max_invalid_retries, views=views)
         self.observation = self.env.reset(episode)
@@ -96,7 +99,8 @@ def episode_record(world: World, episode: Episode, seed: int, traj: Trajectory, 
     ROS where the supervisor node assembles the same inputs from messages). The episode's task
     family scores it and adds its own fields."""
     family = family_of(episode)
-    solvable = world.solvable(episode, family.budget(episode, max_steps))
+    budget = family.budget(episode, max_steps)
+    solvable = world.solvable(episode, budget)
     record = {
         "episode_id": episode.episode_id,
         "city": episode.city,
@@ -124,6 +128,8 @@ def episode_record(world: World, episode: Episode, seed: int, traj: Trajectory, 
         "observed": observed,
         **family.record_fields(world, episode, traj),
     }
+    if episode.budget is not None:  # the budget used (its own, the run's cap applied); needs keep their bytes
+        record["budget"] = budget
     if traj.error:
         record["error"] = traj.error
     if decisions:

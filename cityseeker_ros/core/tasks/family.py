@@ -118,10 +118,54 @@ class TaskFamily(ABC):
         the family's rules fix one for every goal (CityEQA's 50 steps)."""
         return run_max_steps
 
+    def default_max_steps(self) -> int:
+        """A run's step cap when it names none: CitySeeker's 35 steps; a family whose rules set
+        each episode's budget returns one that keeps every budget its generator makes."""
+        from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
+
+        return DEFAULT_MAX_STEPS
+
     def budget(self, episode: Episode, max_steps: int) -> int:
         """The step budget of `episode`: its own where the family's rules set one (PReP's 2.5
-        times the shortest route), else the run's."""
-        return episode.budget if episode.budget is not None else max_steps
+        times the shortest route), capped by the run's `max_steps` (`--max-steps` caps every
+        family); else the run's."""
+        return min(episode.budget, max_steps) if episode.budget is not None else max_steps
+
+    def policies(self) -> list[str]:
+        """The registered policies that serve this family, by name (Policy.families)."""
+        from cityseeker_ros.core.agents.policies import POLICIES
+
+        return [n for n in POLICIES.names() if serves(POLICIES.get(n), self.name)]
+
+    def check_policy(self, policy: str) -> None:
+        """Refuse, before anything runs, a policy that does not serve this family (it would end
+        every episode in error or unanswered), naming the ones that do and this family's oracle."""
+        from cityseeker_ros.core.agents.policies import POLICIES
+
+        if serves(POLICIES.get(policy), self.name):
+            return
+        hint = f"; its oracle is {self.oracle}" if "oracle" in policy else ""
+        raise ConfigError(f"--policy {policy} does not serve the {self.name} task family{hint}; "
+                          f"its policies: {', '.join(self.policies())}")
+
+    def missing_tasks(self, folder: Path) -> str:
+        """Why `folder` holds no task file of this family, from world.json's record of its build
+        (the reason the generator gave, or that the build was not asked for the family), with
+        the command that makes them."""
+        from cityseeker_ros.core.infra.jsonfile import read_json_object
+
+        meta = Path(folder) / "world.json"
+        make = f"make them with `cityseeker world tasks {folder} --families {self.name}`"
+        if not meta.is_file():
+            return f"missing (this folder has no {self.title.lower()})"
+        prefix = f"no {self.title.lower()}: "
+        reasons = [w[len(prefix):] for w in read_json_object(meta).get("warnings", [])
+                   if isinstance(w, str) and w.startswith(prefix)]
+        if reasons:
+            return f"missing: the world has no {self.title.lower()}: {reasons[0]} (world.json's warnings)"
+        if self.name in (read_json_object(meta).get("families") or {}):
+            return f"missing, though world.json records {self.title.lower()} built; {make} again"
+        return f"missing: the world was built without {self.title.lower()}; {make}"
 
     @abstractmethod
     def score(self, world: World, episode: Episode, trajectory: Trajectory, solvable: bool, *,
@@ -157,6 +201,13 @@ class TaskFamily(ABC):
 
         path = Path(folder) / self.tasks_file
         return dict(read_json_object(path).get("world", {})) if path.is_file() else {}
+
+
+def serves(policy_class: Any, family: str) -> bool:
+    """Whether a policy class serves `family`: its `families` names it, or is None (every family:
+    a model policy speaks each family's prompts)."""
+    families = getattr(policy_class, "families", None)
+    return families is None or family in families
 
 
 FAMILIES: Registry[TaskFamily] = Registry("task family")

@@ -45,6 +45,9 @@ class Policy(ABC):
     uses_images: ClassVar[bool] = True
     # Whether decide() reads a PromptContext; a supervisor follows hints itself for those that do not.
     accepts_context: ClassVar[bool] = False
+    # The task families it serves (a run of another is refused before it starts); None: every
+    # family (a model policy speaks each family's prompts).
+    families: ClassVar[Optional[frozenset[str]]] = None
 
     def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
         """Start an episode. `rng` is the only randomness a policy may use, so runs repeat."""

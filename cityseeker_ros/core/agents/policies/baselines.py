@@ -15,6 +15,8 @@ class HeadingOnlyPolicy(Policy):
     """Decides from headings alone, so the benchmark makes no images for it."""
 
     uses_images = False
+    # They walk and stop, never answer: a question would end unanswered (question-random is its chance).
+    families = frozenset({"needs", "landmarks"})
 
 
 @POLICIES.register("random")

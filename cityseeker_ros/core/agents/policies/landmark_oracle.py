@@ -39,6 +39,7 @@ class LandmarkOraclePolicy(Policy):
 
     privileged = True
     uses_images = False
+    families = frozenset({"landmarks"})
 
     def __init__(self) -> None:
         self._landmarks: dict[str, dict[str, tuple[float, float]]] = {}  # world folder -> id -> (lat, lon)

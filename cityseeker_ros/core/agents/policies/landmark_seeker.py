@@ -55,6 +55,7 @@ class LandmarkSeekerPolicy(Policy):
     """
 
     uses_images = True
+    families = frozenset({"landmarks"})
 
     def __init__(self, fov_deg: float = DEFAULT_FOV_DEG, eye_m: float = DEFAULT_EYE_M, tolerance: int = 12,
                  min_pixels: int = 6, arrive_m: float = 12.0, panorama: bool = False, slack: float = 1.5,

@@ -371,6 +371,7 @@ class OcrEmbedPolicy(Policy):
     """
 
     uses_images = True
+    families = frozenset({"needs"})  # it matches sign text to a need
 
     def __init__(self, stop_score: float = 0.65, interest_score: float = 0.45, match_boost: float = 0.4,
                  match_score: float = 0.5, near_px: float = 20.0, stop_when_passed: bool = True,

@@ -30,6 +30,7 @@ class QuestionRandomPolicy(Policy):
     question asks for (GUESSES). It reads no image; the kind is the question's own words'."""
 
     uses_images = False
+    families = frozenset({"questions"})
 
     def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
         super().reset(episode, rng, world)
@@ -52,6 +53,7 @@ class QuestionOraclePolicy(Policy):
 
     privileged = True
     uses_images = False
+    families = frozenset({"questions"})
 
     def reset(self, episode: Episode, rng: np.random.Generator, world: Optional[World] = None) -> None:
         if world is None:

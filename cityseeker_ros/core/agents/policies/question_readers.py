@@ -63,6 +63,8 @@ class Reading:
 class QuestionReader(Policy):
     """The walk and the reasoning; subclasses read the views (`read`) and facts beyond text."""
 
+    families = frozenset({"questions"})
+
     def __init__(self, fov_deg: float = 90.0, width: int = 640) -> None:
         self.fov_deg, self.width = float(fov_deg), int(width)
         self.focal_px = (self.width / 2.0) / math.tan(math.radians(self.fov_deg) / 2.0)

@@ -79,8 +79,9 @@ def load_episodes(path: Path) -> list[dict]:
 
 # ---------------------------------------------------------------- the tables
 
-def run_table(summary: dict, n_records: int) -> Table:
-    """What was run: enough to reproduce it or tell two reports apart."""
+def run_table(summary: dict, n_records: int, budgets: Sequence[int] = ()) -> Table:
+    """What was run: enough to reproduce it or tell two reports apart. `budgets`: the records'
+    budgets used, where the family sets each episode's own (the run's cap applied)."""
     cfg = summary.get("config", {})
     seeds = cfg.get("seeds")
     rows = [
@@ -91,7 +92,7 @@ def run_table(summary: dict, n_records: int) -> Table:
         ("Seeds", ", ".join(map(str, seeds)) if seeds else "?"),
         ("Episodes", fmt(summary["overall"].get("episodes"))),
         ("Episode records", str(n_records)),
-        ("Step budget", fmt(cfg.get("max_steps"))),
+        ("Step budget", budget_text(cfg.get("max_steps"), budgets)),
         ("Episode limit", fmt(cfg.get("limit")) or "none"),
         ("Synthetic world", "yes" if cfg.get("synthetic") else "no"),
         ("Package version", str(cfg.get("package_version", "?"))),
@@ -101,6 +102,17 @@ def run_table(summary: dict, n_records: int) -> Table:
     rows += [(f"Data file {Path(p).name}", f"sha256 {h}")
              for p, h in sorted(cfg.get("data_files", {}).items())]
     return Table("Run", ("Field", "Value"), tuple(rows))
+
+
+def budget_text(cap: object, budgets: Sequence[int]) -> str:
+    """The budget the episodes had: the run's cap, or the family's own per episode under it."""
+    if not budgets:
+        return fmt(cap)
+    lo, hi = min(budgets), max(budgets)
+    if lo == hi == cap:
+        return str(lo)
+    spread = str(lo) if lo == hi else f"{lo}-{hi}"
+    return f"{spread} (each episode's own, capped at {fmt(cap)})"
 
 
 def overall_table(summary: dict) -> Table:
@@ -426,7 +438,7 @@ def write_report(out_dir: Path, *, graph_loader: GraphLoader | None = None,
     family = family_of_config(config)
     paper = dict(family.paper_by_category)
     tables = [t for t in (
-        run_table(summary, len(episodes)),
+        run_table(summary, len(episodes), [r["budget"] for r in episodes if isinstance(r.get("budget"), int)]),
         overall_table(summary),
         world_facts_table(summary),
         comparison_table(summary),

@@ -12,13 +12,12 @@ from cityseeker_ros.core.infra.errors import DataError
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.episode import Episode, World
 from cityseeker_ros.core.tasks.family import GeneratedTasks, Loaded, MetricSpec, PaperRow, PromptForms, TaskFamily
-from cityseeker_ros.core.tasks.landmarks.generator import CATEGORIES, FAMILY
+from cityseeker_ros.core.tasks.landmarks.generator import CATEGORIES, FAMILY, LandmarkTaskSettings, budget_for
 from cityseeker_ros.core.tasks.landmarks.metrics import METRICS, landmark_metrics, success_radius_m
 from cityseeker_ros.core.tasks.landmarks.relations import GOAL, Relation
 from cityseeker_ros.core.tasks.task_file import episodes_from
 
 if TYPE_CHECKING:
-    from cityseeker_ros.core.tasks.landmarks.generator import LandmarkTaskSettings
     from cityseeker_ros.core.tasks.trajectory import Trajectory
     from cityseeker_ros.core.worlds.scene import Scene
 
@@ -76,13 +75,22 @@ class LandmarksFamily(TaskFamily):
                 **{key: [{k: v for k, v in r.items() if k not in hidden} for r in details.get(key, [])]
                    for key in ("goal_relations", "landmark_relations")}}
 
+    def default_max_steps(self) -> int:
+        """The largest budget PReP's rule gives the generator's longest route: a run naming no
+        cap keeps every episode's own budget."""
+        settings = LandmarkTaskSettings()
+        return budget_for(settings.max_hops, settings.budget_factor)
+
     def record_fields(self, world: World, episode: Episode, trajectory: Trajectory) -> dict[str, Any]:
-        return {"family": self.name, "budget": self.budget(episode, 0),
+        # "budget" is the budget used, the run's cap applied: episode_record sets it.
+        return {"family": self.name, "budget": episode.budget,
                 "success_radius_m": round(success_radius_m(world.graph, episode.target), 1),
                 "goal_landmarks": [r["landmark"] for r in episode.details.get("goal_relations", [])]}
 
     def load(self, folder: Path, city: str, graph: StreetGraph, split: str) -> Loaded:
         path = Path(folder) / self.tasks_file
+        if not path.is_file():
+            raise DataError(path, self.missing_tasks(folder))
         episodes = episodes_from(path, self.name, city, graph, split, CATEGORIES)
         for episode in episodes:
             check_details(path, episode)

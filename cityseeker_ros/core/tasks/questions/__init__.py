@@ -68,6 +68,12 @@ class QuestionsFamily(TaskFamily):
 
         return QuestionSettings().budget  # the same 50 steps as the generated questions
 
+    def default_max_steps(self) -> int:
+        """CityEQA's 50 steps, every question's own budget: a run naming no cap keeps them."""
+        from cityseeker_ros.core.tasks.questions.generator import QuestionSettings
+
+        return QuestionSettings().budget
+
     def public_details(self, episode: Episode) -> dict[str, Any]:
         """What the question's words say (its kind, and the parse a planner makes of them); the
         expected answer and where it is legible stay with the judge."""
@@ -86,6 +92,8 @@ class QuestionsFamily(TaskFamily):
 
     def load(self, folder: Path, city: str, graph: StreetGraph, split: str) -> Loaded:
         path = Path(folder) / self.tasks_file
+        if not path.is_file():
+            raise DataError(path, self.missing_tasks(folder))
         episodes = episodes_from(path, self.name, city, graph, split, CATEGORIES.values())
         for ep in episodes:
             check_details(path, ep)

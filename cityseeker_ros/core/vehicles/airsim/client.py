@@ -19,9 +19,10 @@ import math
 import socket
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 from PIL import Image
@@ -120,6 +121,7 @@ class AirSimLink:
         self.raw_channel_order = raw_channel_order
         self.lib = load_client_module(client)
         self._client: Any = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None  # the event loop the client runs on
         self.refuse_motion = False  # True on the view source's camera link: nothing that moves the vehicle passes
         # Held while a motion request is checked and written; AirSimVehicleLink gives all its connections one.
         self.motion_lock = threading.Lock()
@@ -136,6 +138,7 @@ class AirSimLink:
         except OSError as exc:
             raise AirSimError(f"cannot reach AirSim at {self.address}: {exc}; is the simulator running "
                               "with its API server on that port (settings.json ApiServerPort)?") from None
+        self._loop = _thread_loop_for_a_client()
         self._client = self.lib.MultirotorClient(ip=self.host, port=self.port, timeout_value=self.timeout_s)
         if not self.ping():
             raise AirSimError(f"AirSim at {self.address} answered ping with false")
@@ -143,8 +146,12 @@ class AirSimLink:
 
     def close(self) -> None:
         if self._client is not None:
-            self._client.client.close()
-            self._client = None
+            try:
+                self._client.client.close()
+            finally:
+                self._client = None
+                _release_loop(self._loop)
+                self._loop = None
 
     def __enter__(self) -> AirSimLink:
         return self.connect() if self._client is None else self
@@ -274,6 +281,61 @@ class AirSimLink:
         """Closed-loop yaw to an absolute AirSim yaw (the library takes degrees)."""
         self._move("rotateToYawAsync", math.degrees(yaw_rad), timeout_sec=float(timeout_s),
                    margin=float(margin_deg), vehicle_name=self.vehicle)
+
+
+# The client library runs each connection on the event loop of the thread that made it, and tornado
+# keeps every such loop in a class-level map for ever: a process that makes connections on many
+# threads (an e-stop's, each test's bridge) ran out of descriptors. A loop is closed when the last
+# connection made on it closes, and a thread that connects again gets a new one.
+_LOOP_USERS: Counter = Counter()
+_LOOPS_LOCK = threading.Lock()
+
+
+def _thread_loop_for_a_client() -> asyncio.AbstractEventLoop:
+    """This thread's event loop, open (a loop closed with this thread's last connection is replaced),
+    counted as used by one more connection."""
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # a thread that never had one
+        loop = None
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+    with _LOOPS_LOCK:
+        _LOOP_USERS[loop] += 1
+    return loop
+
+
+def _release_loop(loop: Optional[asyncio.AbstractEventLoop]) -> None:
+    """One connection made on `loop` closed: close the loop (and tornado's wrapper of it, with its
+    descriptors) when it was the last; a loop running a call now is left to its thread."""
+    if loop is None:
+        return
+    with _LOOPS_LOCK:
+        _LOOP_USERS[loop] -= 1
+        if _LOOP_USERS[loop] > 0:
+            return
+        del _LOOP_USERS[loop]
+    if loop.is_running() or loop.is_closed():
+        return
+    try:
+        from tornado.ioloop import IOLoop
+
+        wrapper = IOLoop._ioloop_for_asyncio.get(loop)
+    except ImportError:  # a client library without tornado
+        wrapper = None
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]  # writes on the closed streams
+        for task in pending:
+            task.cancel()
+        if pending:  # no connection uses the loop now: it may run here, to let them end
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        if wrapper is not None:
+            wrapper.close(all_fds=True)
+        else:
+            loop.close()
+    except RuntimeError:  # running on its thread meanwhile: that thread keeps it
+        pass
 
 
 def _written(pending: Any, timeout_s: float) -> None:

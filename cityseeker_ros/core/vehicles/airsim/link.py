@@ -6,7 +6,9 @@ velocity in slices of `velocity_period_s`). AirSim's msgpack-rpc client runs its
 thread that made it and fails in any other, and a blocking move answers only when the vehicle
 arrives; so every thread gets connections of its own, one per role ("motion": go_to and velocity,
 long RPC timeout; "control": hold, state, images), made on the thread's first call after each
-`connect()`. A hold therefore never waits behind a move or an image grab.
+`connect()`. A hold therefore never waits behind a move or an image grab. Every hover goes out on
+one thread of the link's own, whose connection `connect()` makes: a hold asked on any thread (an
+e-stop's, an operator's) neither waits for a connection to be made nor leaves one behind.
 
 All those connections share one `motion_lock`: each RPC that can move the vehicle, the hold's
 hover included, is checked against the motion door (`motion_allowed()`) and written under it
@@ -19,6 +21,8 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Optional
 
 import numpy as np
@@ -77,6 +81,8 @@ class AirSimVehicleLink(VehicleLink):
         self._lock = threading.Lock()
         self._motion_lock = threading.Lock()  # every connection's motion_lock: a check and a write at a time
         self._failed: Optional[str] = None
+        self._holder: Optional[ThreadPoolExecutor] = None  # the one thread that sends hovers
+        self.hold_timeout_s = 2.0
         self.kinematics: Optional[Kinematics] = None  # the last state read, in AirSim's terms
 
     @property
@@ -129,6 +135,11 @@ class AirSimVehicleLink(VehicleLink):
             self._generation += 1
             self._failed = None
         conn = self._conn("control")
+        with self._lock:
+            if self._holder is None:
+                self._holder = ThreadPoolExecutor(1, thread_name_prefix="airsim-hold")
+            holder = self._holder
+        self._on_holder(holder, lambda: self._conn("control"), timeout_s)  # its connection, made now
         return ConnectReport(endpoint=conn.address, autopilot="airsim", system_id=0, component_id=0,
                              vehicle_type=conn.vehicle or "default", heartbeats=0, heard=(), protocol=0,
                              elapsed_s=time.monotonic() - started)
@@ -137,8 +148,20 @@ class AirSimVehicleLink(VehicleLink):
         with self._lock:
             self._generation += 1
             conns, self._all = self._all, []
+            holder, self._holder = self._holder, None
         for conn in conns:
             _quietly_close(conn)
+        if holder is not None:
+            holder.shutdown(wait=False)
+
+    def _on_holder(self, holder: ThreadPoolExecutor, call: Callable[[], Any], timeout_s: float) -> Any:
+        try:
+            return holder.submit(call).result(timeout=timeout_s)
+        except FutureTimeout:
+            self._failed = f"no answer within {timeout_s:g} s on the hold connection"
+            raise LinkError(f"AirSim: {self._failed}") from None
+        except RuntimeError as exc:  # shut down by close() meanwhile
+            raise LinkError(f"AirSim link closed: {exc}") from None
 
     @property
     def link_lost(self) -> bool:
@@ -192,8 +215,13 @@ class AirSimVehicleLink(VehicleLink):
 
     def hold(self) -> None:
         """Hover (AirSim cancels the running task); a teleported vehicle has no task to stop."""
-        if self.motion == "fly":
-            self._guard(lambda: self._conn("control").hover())
+        if self.motion != "fly":
+            return
+        with self._lock:
+            holder = self._holder
+        if holder is None:
+            raise LinkError("AirSim link not connected: call connect() first")
+        self._on_holder(holder, lambda: self._guard(lambda: self._conn("control").hover()), self.hold_timeout_s)
 
     def land(self) -> None:
         raise LinkError("the airsim link has no land")

@@ -29,14 +29,16 @@ def test_prompt_forms_for_the_vlm_policy():
     assert prompts.stop_question.endswith("are you at the goal?")
 
 
-def test_the_budget_is_the_episodes_own(grid_folder):
+def test_the_budget_is_the_episodes_own_under_the_run_s_cap(grid_folder):
     from cityseeker_ros.core.datasets import load_dataset
 
     (world,) = load_dataset(grid_folder, family="landmarks")
     family = get_family("landmarks")
+    assert family.default_max_steps() == 150  # PReP's 2.5 x the generator's longest route, 60 steps
     for e in world.episodes:
-        assert e.family == "landmarks" and family.budget(e, 35) == e.budget
+        assert e.family == "landmarks" and family.budget(e, family.default_max_steps()) == e.budget
         assert e.budget == int(np.ceil(2.5 * (len(e.reference_path) - 1)))
+        assert family.budget(e, 5) == 5  # --max-steps caps every family
 
 
 def test_describe_gives_the_world_block(grid_folder, generated):

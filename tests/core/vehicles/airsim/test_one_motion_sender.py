@@ -161,14 +161,14 @@ def test_a_hold_outside_any_door_call_is_never_refused():
 
 
 def test_every_connection_shares_one_lock_and_the_hover_takes_it():
-    """The motion thread's and the safety thread's connections are different objects on different
-    threads; the lock that orders a motion write before a hover is one."""
+    """The motion thread's, this thread's and the hold thread's connections are different objects
+    on different threads; the lock that orders a motion write before a hover is one."""
     with fake_vehicle(task_s=0.0) as vehicle:
         link = vehicle.link
         _on_thread(lambda: link.velocity(0.5, 0.0)).join(5.0)  # the "motion" connection of another thread
-        link.state()  # this thread's "control" connection (made by the connect)
+        link.state()  # this thread's "control" connection (made by the connect, as the hold thread's)
         locks = {id(conn.motion_lock) for conn in link._all}
-        assert len(link._all) == 2 and len(locks) == 1
+        assert len(link._all) == 3 and len(locks) == 1
         lock = link._all[0].motion_lock
         with lock:  # a motion write under way: the hover waits for it
             hold = _on_thread(link.hold)
