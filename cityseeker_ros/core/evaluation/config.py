@@ -37,7 +37,7 @@ class BenchmarkConfig:
     seeds: list[int] = field(default_factory=lambda: [0])
     # The run's step cap, over every family (an episode's own budget, PReP's or CityEQA's, is
     # capped by it); None: the family's default_max_steps (CitySeeker's 35 for needs).
-    max_steps: Optional[int] = None  # type: ignore[assignment]  (an int once made)
+    max_steps: Optional[int] = None  # an int once made (__post_init__)
     max_invalid_retries: int = 2
     limit: Optional[int] = None
     # Only the first N episodes of each category in each city, in load order: a small run that

@@ -144,7 +144,7 @@ class TaskFamily(ABC):
 
         if serves(POLICIES.get(policy), self.name):
             return
-        hint = f"; its oracle is {self.oracle}" if "oracle" in policy else ""
+        hint = f" (its oracle is {self.oracle!r})" if "oracle" in policy else ""
         raise ConfigError(f"--policy {policy} does not serve the {self.name} task family{hint}; "
                           f"its policies: {', '.join(self.policies())}")
 
@@ -154,18 +154,19 @@ class TaskFamily(ABC):
         the command that makes them."""
         from cityseeker_ros.core.infra.jsonfile import read_json_object
 
-        meta = Path(folder) / "world.json"
-        make = f"make them with `cityseeker world tasks {folder} --families {self.name}`"
-        if not meta.is_file():
-            return f"missing (this folder has no {self.title.lower()})"
-        prefix = f"no {self.title.lower()}: "
-        reasons = [w[len(prefix):] for w in read_json_object(meta).get("warnings", [])
-                   if isinstance(w, str) and w.startswith(prefix)]
+        path, what = Path(folder) / "world.json", self.title.lower()
+        make = (f"make them with `cityseeker world tasks {folder} --families {self.name}`"
+                if self.name != DEFAULT_FAMILY else "make them with `cityseeker world build`")
+        if not path.is_file():
+            return f"missing (this folder has no {what})"
+        meta = read_json_object(path)
+        prefix = f"no {what}: "
+        reasons = [w[len(prefix):] for w in meta.get("warnings") or () if isinstance(w, str) and w.startswith(prefix)]
         if reasons:
-            return f"missing: the world has no {self.title.lower()}: {reasons[0]} (world.json's warnings)"
-        if self.name in (read_json_object(meta).get("families") or {}):
-            return f"missing, though world.json records {self.title.lower()} built; {make} again"
-        return f"missing: the world was built without {self.title.lower()}; {make}"
+            return f"missing: the world has no {what}: {reasons[0]} (world.json's warnings)"
+        if isinstance(meta.get("families"), dict) and self.name in meta["families"]:
+            return f"missing, though world.json records {what} built; {make} again"
+        return f"missing: the world was built without {what}; {make}"
 
     @abstractmethod
     def score(self, world: World, episode: Episode, trajectory: Trajectory, solvable: bool, *,

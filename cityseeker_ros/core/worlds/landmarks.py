@@ -6,7 +6,11 @@ and the tallest named buildings. Up to MAX_LANDMARKS are kept, the most prominen
 no two closer than MIN_SEPARATION_M, each with an identity colour of its own (IDENTITY_COLOURS:
 far apart in hue and lightness, painted flat on the crown so a camera can tell them apart), and
 with the street nodes from which the crown shows above the nearer buildings (line of sight
-against footprints and heights, from the eye height the renderer uses).
+against footprints and heights, from the eye height the renderer uses). A name two features
+carry at least MIN_SEPARATION_M apart (two churches of one saint, a station and the bus station
+across its square; candidates, named buildings and the scene's places with PLACE_KEYS) names no
+one place, so neither is a landmark: a goal "300 m north of" it would not be
+one place by the map.
 """
 from __future__ import annotations
 
@@ -39,6 +43,9 @@ KINDS = {"tower": (3.0, 40.0, 6.0), "church": (2.5, 30.0, 8.0), "station": (2.0,
 _TOWERS = frozenset({"tower", "communications_tower", "lighthouse", "water_tower", "obelisk"})
 _WORSHIP_BUILDINGS = frozenset({"church", "cathedral", "chapel", "mosque", "temple", "synagogue", "shrine"})
 _MONUMENTS = frozenset({"monument", "memorial", "castle", "fort", "tower", "city_gate"})
+# Tags that make a named feature a place one could be sent "north of" (a bus station named like
+# the square it serves counts; a bus stop or a street does not).
+PLACE_KEYS = ("building", "amenity", "man_made", "historic", "tourism", "railway", "leisure")
 _SMALL_MEMORIALS = frozenset({"plaque", "stone", "bench", "blue_plaque", "stolperstein", "tree", "cross"})
 
 
@@ -118,6 +125,15 @@ def select_landmarks(raw: Sequence[tuple[str, dict[str, str], list[list[tuple[fl
                            poly.centroid.x, poly.centroid.y, b.height_m, b.id,
                            max(6.0, min(40.0, min(x1 - x0, y1 - y0)))))
     candidates.sort(key=lambda c: (-c[0], c[1]))
+    named_at = [(c[2], c[4], c[5]) for c in candidates] + [
+        (name, polygons[by_id[b_id]].centroid.x, polygons[by_id[b_id]].centroid.y)
+        for b_id, name in named_buildings if b_id in by_id]
+    places = [p for p in scene.pois if p.name and any(k in p.tags for k in PLACE_KEYS)]
+    if places:
+        pxy = np.atleast_2d(frame.to_xy(np.array([p.lat for p in places]), np.array([p.lon for p in places])))
+        named_at += [(p.name, float(x), float(y)) for p, (x, y) in zip(places, pxy)]
+    shared = ambiguous_names(named_at)
+    candidates = [c for c in candidates if c[2] not in shared]
     node_tree_d = np.sqrt(((node_xy[:, None, :] - np.array([[c[4], c[5]] for c in candidates])[None, :, :]) ** 2)
                           .sum(axis=2)).min(axis=0) if candidates else np.zeros(0)
     chosen: list[Landmark] = []
@@ -142,6 +158,17 @@ def select_landmarks(raw: Sequence[tuple[str, dict[str, str], list[list[tuple[fl
         if seen:
             out.append(Landmark(**{**_fields(m), "visible_nodes": seen}))
     return [Landmark(**{**_fields(m), "colour": IDENTITY_COLOURS[i]}) for i, m in enumerate(out)]
+
+
+def ambiguous_names(named_at: Sequence[tuple[str, float, float]]) -> set[str]:
+    """Names carried by two features (name, x, y) at least MIN_SEPARATION_M apart: the same
+    feature mapped twice (a church's node and its building) stands closer than that."""
+    where: dict[str, list[tuple[float, float]]] = {}
+    for name, x, y in named_at:
+        where.setdefault(name, []).append((x, y))
+    return {name for name, points in where.items()
+            if any(math.hypot(a[0] - b[0], a[1] - b[1]) >= MIN_SEPARATION_M
+                   for i, a in enumerate(points) for b in points[i + 1:])}
 
 
 def _fields(m: Landmark) -> dict[str, Any]:

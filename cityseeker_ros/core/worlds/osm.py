@@ -154,7 +154,8 @@ class _Extract:
     streets: list[tuple[int, WayNodes]] = field(default_factory=list)
     buildings: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]] = field(default_factory=list)
     pois: list[tuple[int, int, str, dict[str, str], float, float]] = field(default_factory=list)
-    roads: list[tuple[int, dict[str, str], list[tuple[float, float]]]] = field(default_factory=list)
+    # way id (or "id/k" for the k-th piece of a way cut by the bbox), tags, line
+    roads: list[tuple[Any, dict[str, str], list[tuple[float, float]]]] = field(default_factory=list)
     areas: list[tuple[str, str, list[list[tuple[float, float]]]]] = field(default_factory=list)  # id, cover, rings
     trees: list[tuple[int, list[tuple[float, float]]]] = field(default_factory=list)  # a tree, or a tree row
     landmarks: list[tuple[str, dict[str, str], list[list[tuple[float, float]]]]] = field(default_factory=list)
@@ -361,18 +362,114 @@ def _read(pbf: Path, bbox: Optional[BBox]) -> _Extract:
     out.roads.sort(key=lambda r: r[0])
     out.trees.sort(key=lambda t: (len(t[1]) > 1, t[0]))
     out.landmarks.sort(key=lambda m: (m[0].split("/")[0], int(m[0].split("/")[1])))
-    if bbox is not None:
-        out.buildings = [b for b in out.buildings if b[2] and b[2][0] and inside(*np.mean(b[2][0], axis=0))]
-        out.areas = [a for a in out.areas if a[2] and a[2][0] and _touches(a[2][0], inside)]
-        out.roads = [r for r in out.roads if any(inside(la, lo) for la, lo in r[2])]
-        out.trees = [t for t in out.trees if any(inside(la, lo) for la, lo in t[1])]
-        out.landmarks = [m for m in out.landmarks if m[2] and m[2][0] and inside(*np.mean(m[2][0], axis=0))]
-    return out
+    return out if bbox is None else crop(out, bbox)
 
 
-def _touches(ring: list[tuple[float, float]], inside: Callable[[float, float], bool]) -> bool:
-    """A ring with a vertex inside the bbox, or one that covers it (a wood around the whole clip)."""
-    return any(inside(la, lo) for la, lo in ring) or len(ring) >= 4
+# --- the bbox crop ------------------------------------------------------------------------------
+# Everything is kept by true geometric overlap with the box, in lat/lon: a ring with no vertex
+# inside may still cover the box (a wood around the whole clip), and one whose bounding box holds
+# the box may still miss it (residential land curving round the town). Land use, roads and tree
+# rows are cut at the box edge like the streets (`_clip`), each piece its own object, so land
+# kilometres away can neither switch off the thin-data fallback (fidelity.implied_zones) nor cost
+# time. Buildings and landmarks that reach into the box stay whole (a footprint cut at the edge
+# would show a wall that is not there); POIs, single trees and nodes are points, kept inside.
+
+
+def crop(extract: _Extract, bbox: BBox) -> _Extract:
+    """What of `extract` lies in `bbox` (min_lon, min_lat, max_lon, max_lat), by the rules above."""
+    def inside(lat: float, lon: float) -> bool:
+        return bbox[0] <= lon <= bbox[2] and bbox[1] <= lat <= bbox[3]
+
+    def pieces(object_id: Any, parts: list[list[tuple[float, float]]]) -> list[tuple[Any, list[tuple[float, float]]]]:
+        """One (id, part) per piece, the first keeping the object's id and the others numbered after it."""
+        return [(object_id if k == 0 else f"{object_id}/{k}", part) for k, part in enumerate(parts)]
+
+    return replace(
+        extract,
+        streets=extract.streets,  # cut exactly at the box edge when the graph is built (_clip)
+        buildings=[b for b in extract.buildings if any(overlaps(ring, bbox) for ring in b[2])],
+        pois=[p for p in extract.pois if inside(p[4], p[5])],
+        roads=[(piece_id, tags, part) for way_id, tags, line in extract.roads
+               for piece_id, part in pieces(way_id, clip_line(line, bbox))],
+        areas=[(piece_id, cover, [part]) for area_id, cover, rings in extract.areas
+               for piece_id, part in pieces(area_id, [p for ring in rings for p in clip_ring(ring, bbox)])],
+        trees=[(tree_id, part) for tree_id, line in extract.trees  # a tree, or the runs of a tree row
+               for part in (clip_line(line, bbox) if len(line) > 1 else [line] if inside(*line[0]) else [])],
+        landmarks=[m for m in extract.landmarks if m[2] and m[2][0] and overlaps(m[2][0], bbox)],
+    )
+
+
+def _box_in(bbox: BBox) -> tuple[float, float, float, float]:
+    """The box as shapely's rectangle in this module's (lat, lon) vertex order."""
+    return bbox[1], bbox[0], bbox[3], bbox[2]
+
+
+def _bounds_relation(coords: np.ndarray, bbox: BBox) -> str:
+    """"out" when the vertices' bounding box misses the box, "in" when every vertex is inside it,
+    else "cross" (only then is the exact geometry needed)."""
+    lat, lon = coords[:, 0], coords[:, 1]
+    if lon.max() < bbox[0] or lon.min() > bbox[2] or lat.max() < bbox[1] or lat.min() > bbox[3]:
+        return "out"
+    if lon.min() >= bbox[0] and lon.max() <= bbox[2] and lat.min() >= bbox[1] and lat.max() <= bbox[3]:
+        return "in"
+    return "cross"
+
+
+def _polygon(coords: np.ndarray) -> Optional[Polygon]:
+    if len(coords) < 4:
+        return None
+    poly = Polygon(coords)
+    if not poly.is_valid:  # a self-crossing ring: its valid area, as fidelity treats one
+        poly = shapely.make_valid(poly)
+    return poly
+
+
+def overlaps(ring: list[tuple[float, float]], bbox: BBox) -> bool:
+    """A closed (lat, lon) ring that shares ground with the box (touching its edge counts);
+    a point or a line counts when it touches the box."""
+    if not ring:
+        return False
+    coords = np.asarray(ring, dtype=float).reshape(-1, 2)
+    where = _bounds_relation(coords, bbox)
+    if where != "cross":
+        return where == "in"
+    box = shapely.box(*_box_in(bbox))
+    poly = _polygon(coords)
+    geom = poly if poly is not None else (LineString(coords) if len(coords) >= 2 else shapely.Point(coords[0]))
+    return bool(shapely.intersects(geom, box))
+
+
+def clip_ring(ring: list[tuple[float, float]], bbox: BBox) -> list[list[tuple[float, float]]]:
+    """The parts of a closed (lat, lon) ring's polygon inside the box, as closed rings, largest
+    first; none when it does not overlap the box."""
+    coords = np.asarray(ring, dtype=float).reshape(-1, 2)
+    if len(coords) < 4:
+        return []
+    where = _bounds_relation(coords, bbox)
+    if where == "out":
+        return []
+    if where == "in":
+        return [ring]
+    poly = _polygon(coords)
+    if poly is None:
+        return []
+    clipped = shapely.clip_by_rect(poly, *_box_in(bbox))
+    parts = [g for g in shapely.get_parts(clipped) if g.geom_type == "Polygon" and g.area > 0.0]
+    parts.sort(key=lambda g: (-g.area, g.bounds))
+    return [[(float(la), float(lo)) for la, lo in g.exterior.coords] for g in parts]
+
+
+def clip_line(line: list[tuple[float, float]], bbox: BBox) -> list[list[tuple[float, float]]]:
+    """The runs of a (lat, lon) polyline inside the box, cut exactly at its edge, in way order."""
+    coords = np.asarray(line, dtype=float).reshape(-1, 2)
+    if len(coords) < 2:
+        return []
+    where = _bounds_relation(coords, bbox)
+    if where != "cross":
+        return [line] if where == "in" else []
+    clipped = shapely.clip_by_rect(LineString(coords), *_box_in(bbox))
+    parts = [g for g in shapely.get_parts(clipped) if g.geom_type == "LineString" and g.length > 0.0]
+    return [[(float(la), float(lo)) for la, lo in g.coords] for g in parts]
 
 
 def not_solid(tags: dict[str, str]) -> Optional[str]:

@@ -126,3 +126,57 @@ def test_records_carry_the_family_s_measures_and_fields_and_summaries_its_keys(t
     assert summary["overall"]["said"] == 50.0
     with pytest.raises(ValueError, match="several task families"):
         family_of_records([said, {**said, "family": "needs"}])
+
+
+# ---------------------------------------------------------------- a run's settings, each family's policies
+
+
+def test_the_run_s_max_steps_caps_an_episode_s_own_budget_and_each_family_names_its_default_cap(tiny_world):
+    own = Episode(**{**tiny_world.episodes[0].__dict__, "family": "landmarks", "budget": 40})
+    landmarks, questions, needs = get_family("landmarks"), get_family("questions"), get_family("needs")
+    assert landmarks.budget(own, 5) == 5 and landmarks.budget(own, 150) == 40  # --max-steps 5 is 5 steps
+    assert needs.budget(tiny_world.episodes[0], 7) == 7
+    # A run naming no cap keeps every budget the family's rules set: needs 35, questions CityEQA's 50.
+    assert (needs.default_max_steps(), questions.default_max_steps(), landmarks.default_max_steps()) == (35, 50, 150)
+
+
+def test_each_family_s_policies_are_those_that_declare_it_its_baselines_and_oracle_among_them():
+    for name in ("needs", "landmarks", "questions"):
+        family = get_family(name)
+        assert set(family.baselines) <= set(family.policies()) and family.oracle in family.policies()
+    assert "question-oracle" not in get_family("landmarks").policies()
+    assert "oracle" not in get_family("questions").policies() and "random" not in get_family("questions").policies()
+    assert "landmark-oracle" not in get_family("needs").policies()
+    assert "vlm" in get_family("questions").policies()  # a model policy speaks every family's prompts
+
+
+@pytest.mark.parametrize("family, policy, oracle", [
+    ("landmarks", "question-oracle", "'oracle'"), ("questions", "oracle", "'question-oracle'"),
+    ("needs", "landmark-seeker", None)])
+def test_a_policy_of_another_family_is_refused_naming_the_family_s_policies_and_oracle(family, policy, oracle):
+    with pytest.raises(ConfigError) as caught:
+        get_family(family).check_policy(policy)
+    line = str(caught.value)
+    assert "\n" not in line and line.startswith(f"--policy {policy} does not serve the {family} task family")
+    assert line.endswith("its policies: " + ", ".join(get_family(family).policies()))
+    assert (f"its oracle is {oracle}" in line) if oracle else "oracle is" not in line
+
+
+def _world_json(folder: Path, **fields: Any) -> Path:
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "world.json").write_text(json.dumps({"format": "cityseeker-world", "name": "town", **fields}))
+    return folder
+
+
+def test_a_missing_task_file_says_why_from_world_json(tmp_path):
+    landmarks = get_family("landmarks")
+    why = landmarks.missing_tasks(_world_json(tmp_path / "few", warnings=[
+        "thin data: 80% of streets have no building", "no landmark goals: 2 landmarks; goals need at least 3"]))
+    assert why == "missing: the world has no landmark goals: 2 landmarks; goals need at least 3 (world.json's warnings)"
+    why = landmarks.missing_tasks(_world_json(tmp_path / "needs-only", warnings=[], families={}))
+    assert why == (f"missing: the world was built without landmark goals; make them with `cityseeker world tasks "
+                   f"{tmp_path / 'needs-only'} --families landmarks`")
+    why = get_family("questions").missing_tasks(_world_json(tmp_path / "lost", families={"questions": {"tasks": {}}}))
+    assert why.startswith("missing, though world.json records questions built; make them with")

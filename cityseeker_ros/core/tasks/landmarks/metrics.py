@@ -1,10 +1,16 @@
 """PReP's measures (SR, SPL) and the ones beside them, from the path alone.
 
-Success is stopping within one node of the goal, as PReP states it: the agent chose `stop`
-(running out of budget is a failure, "if the agent moves more than the limited steps, it is
-considered a failed task") at the goal or at a node one street edge from it, either way
-round. In metres that is the goal's longest edge (about 20 m on built worlds); each record
-carries it as `success_radius_m`.
+PReP names SR and SPL (section 5.1, after Anderson et al. 2018) and one failure rule: "If the
+agent moves more than the limited steps, it is considered a failed task" (section 5.1); its
+agent's path ends at the goal (section 3.1, Definition 3: p = [v_s, ..., v_g]). Its text states
+no stop action and no success radius. Both are the project's choice:
+
+- a stop action: the agent must say it has arrived (as in CitySeeker and in Anderson et al.'s
+  SR); a walk that only passes the goal is not a success (OSR counts it apart);
+- a radius of one node: stopping at the goal or at a node one street edge from it, either way
+  round. Our nodes are ~20 m apart where PReP's are 50 m (section 3.2), so one edge of slack
+  (the goal's longest edge, carried by each record as `success_radius_m`) is still finer than
+  one PReP step.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from cityseeker_ros.core.tasks.family import MetricSpec
 from cityseeker_ros.core.tasks.trajectory import EndReason, Trajectory
 
 METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec("sr", "SR", "%", "stopped at the goal or one street edge from it (PReP's success)"),
+    MetricSpec("sr", "SR", "%", "stopped at the goal or one street edge from it (the project's success rule)"),
     MetricSpec("spl", "SPL", "%", "SR weighted by shortest-route length / max(walked, shortest-route length)"),
     MetricSpec("osr", "OSR", "%", "some node of the path was the goal or one edge from it"),
     MetricSpec("final_m", "Final distance", "m", "geodesic distance from the final node to the goal (lower is better)"),

@@ -5,7 +5,9 @@ an 8-point compass word and a rounded distance. Each word carries its tolerance,
 can verify the words against the map and an agent knows how far to trust them:
 
 - direction: the compass point nearest the true bearing, +-22.5 degrees (half a 45-degree sector);
-- distance: rounded to 10 m below 100 m, 50 m below 1 km, 100 m beyond, +-half that step.
+- distance: rounded to 10 m below 100 m, 50 m below 1 km, 100 m beyond, +-half the step of the
+  stated number (so the words alone give the tolerance: "about 100 m" is +-25 m even where 98 m
+  was rounded up to it).
 
 True bearings and distances are WGS84 geodesics from the landmark's point to the subject's.
 """
@@ -45,9 +47,11 @@ def distance_step(distance_m: float) -> float:
 
 
 def stated_distance(distance_m: float) -> tuple[int, float]:
-    """(the rounded distance a relation states, its tolerance in metres)."""
+    """(the rounded distance a relation states, its tolerance in metres: half the step of the
+    stated number, never less than half the step it was rounded by)."""
     step = distance_step(distance_m)
-    return int(round(distance_m / step) * step), step / 2.0
+    stated = int(round(distance_m / step) * step)
+    return stated, max(step, distance_step(stated)) / 2.0
 
 
 def bearing_distance(lat1: float, lon1: float, lat2: float, lon2: float) -> tuple[float, float]:

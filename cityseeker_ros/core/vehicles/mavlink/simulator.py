@@ -474,6 +474,8 @@ class MavlinkSimulator:
         except mavlink.MAVError:
             return
         with self._lock:
+            if self.deaf:  # a drop_link() that came while this datagram was parsed: never heard
+                return
             self._answering = True
             try:
                 for msg in msgs:

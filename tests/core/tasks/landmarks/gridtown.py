@@ -118,3 +118,61 @@ class PatchViews(ViewSource):
     def images(self, node, headings):
         seen = [m for m in self.scene.landmarks if node.id in m.visible_nodes]
         return [patch_image((node.lat, node.lon), h, seen, **self.camera) for h in headings]
+
+
+# The synthetic extract: the same town as raw OSM, for the builder and the independent checker.
+# Two districts joined by one road; landmarks low enough (25 m, a 5 m crown: seen from ~530 m)
+# that the east district sees only the Radio Mast, so some of its goals are one-landmark and too
+# vague to keep; and two water towers sharing a name 900 m apart, which name no one place.
+BLOCK_M = 60.0
+WEST = (0.0, 420.0, 0.0, 420.0)  # x0, x1, y0, y1 (east, north metres)
+EAST = (1200.0, 1560.0, 0.0, 420.0)
+LINK_Y = 240.0
+RAW_LANDMARKS = (  # (osm id, tags, east, north)
+    (101, {"amenity": "place_of_worship", "name": "St Nicholas Cathedral", "height": "25"}, -100.0, 200.0),
+    (102, {"man_made": "tower", "name": "Casino Tower", "height": "25"}, 200.0, 560.0),
+    (103, {"railway": "station", "name": "Central Station", "height": "25"}, 210.0, -130.0),
+    (104, {"historic": "monument", "name": "Old Mill", "height": "25"}, 700.0, 330.0),
+    (105, {"man_made": "tower", "name": "Radio Mast", "height": "25"}, 1380.0, 560.0),
+    (106, {"man_made": "water_tower", "name": "Water Tower", "height": "25"}, -250.0, -250.0),
+    (107, {"man_made": "water_tower", "name": "Water Tower", "height": "25"}, 600.0, 650.0),
+)
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    return [lo + k * BLOCK_M for k in range(int(round((hi - lo) / BLOCK_M)) + 1)]
+
+
+def write_osm(path: Path) -> Path:
+    """Gridtown as an OSM XML extract: residential streets every 60 m in two districts, one road
+    between them, and the landmarks of RAW_LANDMARKS as tagged nodes."""
+    ids: dict[tuple[float, float], int] = {}
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<osm version="0.6" generator="gridtown">']
+
+    def node(x: float, y: float) -> int:
+        key = (round(x, 3), round(y, 3))
+        if key not in ids:
+            ids[key] = 1000 + len(ids)
+            lat, lon = point(x, y)
+            lines.append(f'  <node id="{ids[key]}" version="1" lat="{lat:.8f}" lon="{lon:.8f}"/>')
+        return ids[key]
+
+    ways: list[list[int]] = []
+    for x0, x1, y0, y1 in (WEST, EAST):
+        for y in _ticks(y0, y1):
+            ways.append([node(x, y) for x in _ticks(x0, x1)])
+        for x in _ticks(x0, x1):
+            ways.append([node(x, y) for y in _ticks(y0, y1)])
+    ways.append([node(x, LINK_Y) for x in _ticks(WEST[1], EAST[0])])
+    for osm_id, tags, x, y in RAW_LANDMARKS:
+        lat, lon = point(x, y)
+        lines.append(f'  <node id="{osm_id}" version="1" lat="{lat:.8f}" lon="{lon:.8f}">')
+        lines += [f'    <tag k="{k}" v="{v}"/>' for k, v in tags.items()]
+        lines.append('  </node>')
+    for k, refs in enumerate(ways):
+        lines.append(f'  <way id="{5000 + k}" version="1">')
+        lines += [f'    <nd ref="{r}"/>' for r in refs]
+        lines += ['    <tag k="highway" v="residential"/>', f'    <tag k="name" v="Street {k}"/>', '  </way>']
+    lines.append('</osm>')
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -21,6 +21,7 @@ KINDS = ["inside", "outside", "outside", "below_floor", "above_ceiling", "fast"]
 OUTAGE_S = 1.2  # the MAVLink link's loss threshold is 0.6 s, the bridge's telemetry timeout 0.5 s
 FAR_M = (60.0, 100.0)  # from home: inside every rig's 120 m fence
 FAR_FLOWN_S = (1.5, 3.0)  # the monitor's speed window (1 s) after the link's 0.5 s prestream and mode switch
+HEARTBEAT_S = 1.1  # PX4's and ArduPilot's heartbeat period, and a little
 PAUSE = st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.1, 0.2, 0.4])  # after each event: interleavings with the threads
 
 
@@ -161,13 +162,27 @@ class SafetyMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.rig.pilot)
     @rule(pause=PAUSE)
     def pilot_switch(self, pause):
+        self._pilot_switch()
+        time.sleep(pause)
+
+    @precondition(lambda self: self.rig.pilot)
+    @rule(bearing=st.floats(0, 360), metres=st.floats(5, 60))
+    def pilot_takes_over_then_a_goal(self, bearing, metres):
+        """A pilot who keeps the switch for one heartbeat (1 Hz) and then a goal: the vehicle's
+        telemetry shows the pilot's mode, so a stack that takes it back is seen doing so (a switch
+        followed at once by the stack's own hold is often never seen at all)."""
+        self._pilot_switch()
+        time.sleep(HEARTBEAT_S)
+        self._goal(bearing, metres, 10.0, "inside")
+        time.sleep(0.3)
+
+    def _pilot_switch(self) -> None:
         if self.bridge.authority.state in (State.HOLDING, State.ESTOPPED):
             self.tap.counts["pilot switch during a hold"] += 1
         if self.bridge.authority.state is State.STARTING:
             self.tap.counts["pilot switch during the climb"] += 1
         self._say("pilot switch")
         self.rig.pilot_switch()
-        time.sleep(pause)
 
     @precondition(lambda self: self.rig.battery)
     @rule(pause=PAUSE)
@@ -180,8 +195,8 @@ class SafetyMachine(RuleBasedStateMachine):
     @rule(pause=PAUSE)
     def drop_link(self, pause):
         self._say("link drop")
-        self.tap.mark("link_lost")
         self.rig.drop_link()
+        self.tap.mark("link_lost")  # once the vehicle hears nothing: what it heard before is no loss's
         self.dropped = True
         self.dropped_at = time.monotonic()
         time.sleep(pause)
