@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from cityseeker_ros.core.agents.policies import POLICIES, make_policy
 from cityseeker_ros.core.datasets import load_dataset
-from cityseeker_ros.core.evaluation.benchmark import resume_note, run_tasks
+from cityseeker_ros.core.evaluation.benchmark import nothing_to_run, resume_note, run_tasks
 from cityseeker_ros.core.evaluation.config import EPISODES_FILE, MEMORY_FILE, SUMMARY_FILE, BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.extras import install_hint
@@ -181,8 +181,8 @@ def run_tasks_with(config: BenchmarkConfig, out: Path, make_nodes: Callable[[lis
         print(note, flush=True)
     summary = out / SUMMARY_FILE
     if not todo and summary.is_file():
-        print(f"nothing to run: all {len(wanted)} tasks are in {out / EPISODES_FILE} and {summary} is written "
-              "(remove the folder, or give another --out, to run them again)", flush=True)
+        print(nothing_to_run(f"all {len(wanted)} tasks are in {out / EPISODES_FILE} and {summary} is written"),
+              flush=True)
         return json.loads(summary.read_text(encoding="utf-8"))
     nodes = make_nodes(todo)
     if not respawn:

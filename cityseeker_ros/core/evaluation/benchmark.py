@@ -84,8 +84,7 @@ class Benchmark:
         with RunOutput(out, self.manifest(command), [self.key(t) for t in tasks], group_commit=True) as output:
             todo = [t for t in tasks if self.key(t) not in output.done]
             if tasks and not todo and progress:
-                say(f"nothing to run: all {len(tasks)} episodes are in {out / EPISODES_FILE} (remove the folder, "
-                    "or give another --out, to run them again)", stream=progress_stream)
+                say(nothing_to_run(f"all {len(tasks)} episodes are in {out / EPISODES_FILE}"), stream=progress_stream)
             label = progress_label or f"benchmark {self.config.policy}"
             with (Progress(label, len(tasks), stream=progress_stream, already_done=len(tasks) - len(todo))
                   if progress else nullcontext()) as bar:
@@ -212,6 +211,11 @@ def differences(key: str, before: Any, now: Any) -> list[str]:
     def shown(value: Any) -> str:
         return "(absent)" if value is _ABSENT else repr(value)
     return [f"{key}: {shown(before)} -> {shown(now)}"]
+
+
+def nothing_to_run(what_is_there: str) -> str:
+    """The line for a run whose every episode is already in its folder (in process or over ROS)."""
+    return f"nothing to run: {what_is_there} (remove the folder, or give another --out, to run them again)"
 
 
 def resume_note(out: Path, done: set[tuple[str, int]], wanted: Sequence[tuple[str, int]]) -> Optional[str]:
