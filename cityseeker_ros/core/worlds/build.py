@@ -24,8 +24,8 @@ from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES, default_cac
 from cityseeker_ros.core.worlds.scene import Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet, TaskSettings, generate_tasks, why_no_tasks
 
-BUILDER_VERSION = "3"  # bump when the same source would build a different world (3: roads, ground, trees,
-# inferred and sized stand-in buildings, landmarks)
+BUILDER_VERSION = "4"  # bump when the same source would build a different world (3: roads, ground, trees,
+# inferred and sized stand-in buildings, landmarks; 4: --bbox keeps and clips by true overlap)
 # Thin-data floors: below them a world builds, but its views or tasks are too sparse to trust.
 MIN_BUILDINGS_PER_KM2 = 200.0
 MIN_POIS_PER_KM2 = 50.0

@@ -162,7 +162,7 @@ def _town(tmp_path):
 
 
 @pytest.mark.parametrize("source, bbox, reason", [
-    ("monaco", "7.42435,43.73815,7.42485,43.73865", "routes too short: each of the 5 nodes is at most 2 step"),
+    ("monaco", "7.42435,43.73815,7.42485,43.73865", "routes too short: each of the 4 nodes is at most 2 step"),
     ("{town}", "-0.0003,-0.0003,0.0003,0.0003", "no satisfying places: none of the 0 places"),
 ])
 def test_a_world_without_tasks_is_an_error_that_says_why_and_writes_nothing(tmp_path, capsys, monaco_pbf,

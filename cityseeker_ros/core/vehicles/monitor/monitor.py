@@ -47,6 +47,7 @@ DEFAULT_SUCCESSORS: Mapping[str, tuple[str, ...]] = {
     "AUTO.TAKEOFF": ("AUTO.LOITER",), "AUTO.RTL": ("AUTO.LAND",), "RTL": ("LAND",), "SMART_RTL": ("LAND",)}
 DEFAULT_TAKEOFF_MODES = ("AUTO.TAKEOFF",)  # modes a takeoff command enters by itself (PX4)
 VALID_VELOCITY_FRAMES = ("enu", "")
+CARROT_SLACK_M = 1.0  # a carrot's next point may be this much farther on than its speed alone takes it
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,8 @@ class FlightMonitor:
         self._end_t: Optional[float] = None
         self._end_due: Optional[float] = None
         self._motion_t: Optional[float] = None
-        self._streaming: Any = None  # the target of the latest setpoint sent
-        self._streaming_at: dict[str, Any] = {}  # what was streaming when a marker or a foreign mode came
+        self._streaming: Optional[Sent] = None  # the latest setpoint sent
+        self._streaming_at: dict[str, Optional[Sent]] = {}  # what was streaming when a marker or a foreign mode came
         # modes
         self._mode: Optional[str] = None
         self._armed: Optional[bool] = None
@@ -200,7 +201,7 @@ class FlightMonitor:
             self._motion_rules(s, what, found)
             self._motion_t = s.t
         if s.kind in (POSITION, VELOCITY):
-            self._streaming = _target(s)
+            self._streaming = s
         if s.kind in (POSITION, TAKEOFF, VELOCITY):
             self._fence(s, what, found)
         if s.kind in (POSITION, VELOCITY) and not self.passive:
@@ -260,7 +261,7 @@ class FlightMonitor:
             return False
         if s.t - since <= self.settings.transport_s:
             return True  # sent before the event, seen after it
-        if s.kind in (POSITION, VELOCITY) and _target(s) == self._streaming_at.get(event):
+        if s.kind in (POSITION, VELOCITY) and _continues(s, self._streaming_at.get(event)):
             return True
         return decided_before and 0.0 <= since - self._decision_t <= self.settings.reaction_s
 
@@ -442,8 +443,8 @@ class FlightMonitor:
                 self._stop_t = m.t  # a reset lets motion through only after a decision made after it
             self._estop_t = None
         elif m.kind == OPERATOR_TAKE_CONTROL:
-            self._pilot_t = None
-            self._expected = self._closure([self._mode]) if self._mode else set()
+            self._pilot_t = None  # the mode the vehicle is in is accepted; a mode the stack asked for still is
+            self._expected |= self._closure([self._mode]) if self._mode else set()
         elif m.kind == LINK_LOST:
             if self._link_lost_t is None:
                 self._link_lost_t = m.t
@@ -506,6 +507,26 @@ def _along(sent: tuple[float, float, float], decided: tuple[float, float, float]
     if ns < 1e-6 or nd < 1e-6:
         return False
     return sum(a * b for a, b in zip(sent, decided)) / (ns * nd) > 0.999 and ns <= nd + 1e-3
+
+
+def _continues(s: Sent, streaming: Optional[Sent]) -> bool:
+    """`s` is the next setpoint of the stream `streaming` was part of: the same target, or the next
+    point of the same carrot (a goal flown at a speed: position targets advancing along a line, each
+    with the carrot's velocity as feed-forward, no farther on than that velocity goes)."""
+    if streaming is None or s.kind != streaming.kind:
+        return False
+    if _target(s) == _target(streaming):
+        return True
+    if s.kind != POSITION or s.velocity_enu is None or streaming.velocity_enu is None:
+        return False
+    if tuple(round(v, 3) for v in s.velocity_enu) != tuple(round(v, 3) for v in streaming.velocity_enu):
+        return False
+    if None in (s.lat, s.lon, streaming.lat, streaming.lon):
+        return False
+    flat = distance_m(streaming.lat, streaming.lon, s.lat, s.lon)
+    rise = (s.alt_m or 0.0) - (streaming.alt_m or 0.0)
+    speed = math.sqrt(sum(v * v for v in s.velocity_enu))
+    return math.hypot(flat, rise) <= speed * max(0.0, s.t - streaming.t) + CARROT_SLACK_M
 
 
 def _target(s: Sent) -> Any:

@@ -2,6 +2,8 @@
 so every test can fail both ways."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cityseeker_ros.core.vehicles.monitor import RULES, FlightMonitor, MonitorSettings, Sent, limits_from_dict
@@ -84,6 +86,35 @@ def test_a_new_target_seen_within_the_delivery_time_of_a_trip_was_sent_before_it
 ])
 def test_pilot_wins(tail, broken):
     assert rules_broken(flying() + tail) == broken
+
+
+def carrot(t: float, north_m: float, ahead_m_s: float = 3.0) -> Sent:
+    """A point of a goal flown at 3 m/s due north: its position target with the speed as feed-forward."""
+    return replace(goto(t, 10.0, north_m), velocity_enu=(0.0, ahead_m_s, 0.0))
+
+
+@pytest.mark.parametrize("event, tail, broken", [
+    # the carrot's next point, in flight when the pilot's mode showed (found by the PX4 soak, 0.2 ms after)
+    ("pilot", [carrot(1.0, 0.0), carrot(1.1, 0.3), report(1.15, "POSCTL"), carrot(1.2, 0.6)], []),
+    ("pilot", [carrot(1.0, 0.0), carrot(1.1, 0.3), report(1.15, "POSCTL"), carrot(1.6, 1.8)], [PILOT]),  # late
+    ("pilot", [carrot(1.0, 0.0), carrot(1.1, 0.3), report(1.15, "POSCTL"), carrot(1.2, 30.0)], [PILOT]),  # a jump
+    ("pilot", [carrot(1.0, 0.0), carrot(1.1, 0.3), report(1.15, "POSCTL"), carrot(1.2, 0.6, 2.0)], [PILOT]),
+    # the same at a session's end (found by the ArduPilot soak, 1 ms after a bridge restart)
+    ("end", [carrot(1.0, 0.0), carrot(1.1, 0.3), marker(1.15, "session_end"), carrot(1.16, 0.5), hold(1.17)], []),
+    ("end", [carrot(1.0, 0.0), carrot(1.1, 0.3), marker(1.15, "session_end"), carrot(1.16, 9.0), hold(1.17)],
+     [END]),
+])
+def test_the_next_point_of_a_carrot_streaming_at_an_event_is_in_flight(event, tail, broken):
+    assert rules_broken(flying() + [decide(0.6, east_m=10.0, north_m=30.0)] + tail) == broken
+
+
+def test_an_operator_take_control_keeps_the_mode_the_stack_asked_for():
+    """The stack asked for OFFBOARD, the operator's take-control came before the heartbeat showed it:
+    the monitor had reset what it expected to the mode then shown, and read OFFBOARD as a pilot's
+    (found by the ArduPilot soak)."""
+    tail = [hold(1.0), report(1.1, "AUTO.LOITER"), decide(3.0, east_m=20.0), goto(3.1, 20.0), offboard(3.11),
+            marker(3.12, "operator_take_control"), report(3.2, "OFFBOARD"), goto(3.8, 20.0)]
+    assert rules_broken(flying() + tail) == []
 
 
 @pytest.mark.parametrize("late, broken", [(1.2, []), (3.0, [PILOT])])
