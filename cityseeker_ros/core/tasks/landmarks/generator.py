@@ -247,7 +247,7 @@ def world_facts(graph: StreetGraph, landmarks: list[Landmark], tasks: list[dict[
                              f"{MIN_RELATION_M:g} m is not related (no direction)"),
         "direction_words": "8-point compass",
         "direction_tolerance_deg": DIRECTION_TOLERANCE_DEG,
-        "distance_rounding": f"{steps}; tolerance half the step",
+        "distance_rounding": f"{steps}; tolerance half the step of the stated number",
         "goal_ambiguity": {**ambiguity, "test_tasks": {
             "consistent_nodes": _distribution([len(d["consistent_nodes"]) for d in test]),
             "radius_m": _distribution([d["consistent_radius_m"] for d in test]),

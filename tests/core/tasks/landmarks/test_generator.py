@@ -7,6 +7,7 @@ import math
 import pytest
 
 from cityseeker_ros.core.infra.errors import ConfigError
+from cityseeker_ros.core.streets.geodesy import geodesic_m
 from cityseeker_ros.core.streets.transition import ActionModel
 from cityseeker_ros.core.tasks.landmarks.generator import (
     CATEGORIES,
@@ -101,8 +102,43 @@ def test_the_family_generates_through_its_interface(grid_world):
     assert result.document["settings"]["seed"] == 3 and result.document["tasks"]
 
 
+def test_the_description_is_prep_s_every_seen_landmark_and_every_pair(grid_world, generated):
+    """PReP section 3.1, Definition 2: R1 relates the goal to every landmark seen from it, R2
+    every landmark to every other."""
+    graph, scene = grid_world
+    pairs = {frozenset((a.id, b.id)) for a in scene.landmarks for b in scene.landmarks if a.id < b.id}
+    for t in generated.document["tasks"]:
+        goal = graph.nodes[t["target"]]
+        seen = {m.id for m in scene.landmarks if t["target"] in m.visible_nodes
+                and geodesic_m(goal.lat, goal.lon, m.lat, m.lon) >= 20.0}
+        assert {r["landmark"] for r in t["details"]["goal_relations"]} == seen
+        assert {frozenset((r["subject"], r["landmark"])) for r in t["details"]["landmark_relations"]} == pairs
+        assert len(t["details"]["landmark_relations"]) == len(pairs) == 6
+
+
+def test_a_goal_is_kept_only_where_its_words_pin_it(grid_world, generated, small_settings):
+    graph, _ = grid_world
+    ambiguity = generated.document["world"]["goal_ambiguity"]
+    assert ambiguity["pin_radius_m"] == small_settings.pin_radius_m == 50.0
+    assert ambiguity["described_goal_nodes"] > ambiguity["pinned_goal_nodes"] > 0
+    assert ambiguity["described"]["radius_m"]["max"] > 50.0 >= ambiguity["pinned"]["radius_m"]["max"]
+    for t in generated.document["tasks"]:
+        d = t["details"]
+        assert d["consistent_nodes"][0] == t["target"] and d["consistent_radius_m"] <= 50.0
+        far = graph.distances_to_set_m(t["target"], d["consistent_nodes"]).max()
+        assert far == pytest.approx(d["consistent_radius_m"], abs=0.01)
+    assert ambiguity["limits"].startswith("4 landmarks; 225 street nodes see one or more")
+    tight = generate_landmark_tasks("g", *grid_world, LandmarkTaskSettings(**{**SMALL, "pin_radius_m": 10.0}))
+    assert tight.document["world"]["goal_ambiguity"]["pinned_goal_nodes"] < ambiguity["pinned_goal_nodes"]
+    none = generate_landmark_tasks("g", *grid_world, LandmarkTaskSettings(**{**SMALL, "pin_radius_m": 0.001}))
+    if none.document["tasks"]:  # nodes whose words fit them alone: the rule keeps exactly those
+        assert all(len(t["details"]["consistent_nodes"]) == 1 for t in none.document["tasks"])
+    else:
+        assert "pin the goal within 0.001 m" in none.why_none
+
+
 @pytest.mark.parametrize("bad", [{"min_hops": 0}, {"min_hops": 9, "max_hops": 8}, {"budget_factor": 0.5},
-                                 {"test_tasks": -1}, {"max_goal_relations": 0}])
+                                 {"test_tasks": -1}, {"max_goal_relations": 0}, {"pin_radius_m": 0.0}])
 def test_bad_settings_fail_naming_the_setting(grid_world, bad):
     graph, scene = grid_world
     with pytest.raises(ConfigError, match="landmark tasks"):
