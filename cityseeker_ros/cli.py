@@ -284,7 +284,7 @@ BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "family":
 
 ABLATE_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "family": DEFAULT_FAMILY, "policies": None,
                                    "cells": None, "seeds": 1,
-                                   "rounds": 1, "max_steps": DEFAULT_MAX_STEPS, "limit": None, "workers": 1,
+                                   "rounds": 1, "max_steps": None, "limit": None, "workers": 1,
                                    "batch_size": 1, "views": None, "view_param": {}, "max_backtracks": 3,
                                    "follow_hints": "auto", "out": None, "executor": "local", "ray_address": None}
 
@@ -360,6 +360,7 @@ def benchmark_config(args: argparse.Namespace):
                              follow_hints=options["follow_hints"],
                              memory=str(options["memory"]) if options["memory"] else None,
                              executor=options["executor"], ray_address=options["ray_address"])
+    config.check_serves()  # a policy of another family: refused before anything starts, here or over ROS
     return config, out
 
 

@@ -29,7 +29,7 @@ def world(tmp_path_factory) -> Path:
     (["--policies", "orcale"], "--policies: unknown policy 'orcale'; known: "),
     (["--families", "questions", "--policies", "oracle"],
      "--policy oracle does not serve the questions task family (its oracle is 'question-oracle'); its policies: "
-     + ", ".join(get_family("questions").policies())),
+     "{questions}"),
     (["--worlds", "{tmp}/nowhere"], "--worlds: {tmp}/nowhere is not a world folder (no world.json"),
 ])
 def test_a_typo_is_one_line_naming_the_parameter_and_nothing_runs(world, tmp_path, flags, says):
@@ -40,7 +40,8 @@ def test_a_typo_is_one_line_naming_the_parameter_and_nothing_runs(world, tmp_pat
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("family_baselines: error: ")
-    assert says.format(tmp=tmp_path) in proc.stderr and proc.stdout == ""
+    says = says.format(tmp=tmp_path, questions=", ".join(get_family("questions").policies()))
+    assert says in proc.stderr and proc.stdout == ""
     assert not out.exists()
 
 

@@ -34,7 +34,6 @@ from cityseeker_ros.core.infra.files import write_json_atomic, write_text_atomic
 from cityseeker_ros.core.infra.key_value import parse_key_value
 from cityseeker_ros.core.infra.progress import say
 from cityseeker_ros.core.infra.redact import redact, redact_command
-from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
 from cityseeker_ros.core.tasks.family import family_of_config
 
@@ -150,7 +149,7 @@ class AblationConfig:
     cells: list[dict[str, Any]] = field(default_factory=lambda: cells_from(DEFAULT_CELLS))
     seeds: list[int] = field(default_factory=lambda: [0])
     rounds: int = 1
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: Optional[int] = None  # None: the family's (BenchmarkConfig.max_steps)
     limit: Optional[int] = None
     workers: int = 1
     batch_size: int = 1
@@ -187,6 +186,7 @@ class AblationConfig:
                 config = self.benchmark_config(policy, cell)
                 try:
                     config.validate()
+                    config.check_serves()  # every cell's policy before the first cell runs
                 except ConfigError as exc:
                     raise ConfigError(f"policy {policy['label']!r}, cell {cell['label']!r}: {exc}") from None
                 out.append((policy, cell, config))
@@ -308,8 +308,9 @@ def _synthetic(doc: dict[str, Any]) -> bool:
 
 def _subtitle(doc: dict[str, Any]) -> str:
     c = doc["config"]
+    budget = "the family's" if c["max_steps"] is None else c["max_steps"]
     return (f"data {c['data']} · {len(c['policies'])} policies × {len(c['cells'])} cells · "
-            f"{len(c['seeds'])} seed(s) · {c['rounds']} round(s) · step budget {c['max_steps']}"
+            f"{len(c['seeds'])} seed(s) · {c['rounds']} round(s) · step budget {budget}"
             + (f" · first {c['limit']} episodes" if c.get("limit") else "") + f" · {doc['created']}")
 
 

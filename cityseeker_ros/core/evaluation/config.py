@@ -84,11 +84,17 @@ class BenchmarkConfig:
             raise ConfigError(f"strategies must be a list, got {self.strategies!r}")
         return [make_strategy(spec) for spec in self.strategies]
 
+    def check_serves(self) -> None:
+        """The policy serves the run's family, else one line naming the family's policies. Not
+        part of validate(): a Seek run's config names no family, its goals bring their own."""
+        POLICIES.get(self.policy)
+        get_family(self.family).check_policy(self.policy)
+
     def validate(self) -> None:
         """The executor's name is checked where it is used (Benchmark), which keeps this module
         free of the executors that run episodes for it."""
         POLICIES.get(self.policy)
-        get_family(self.family).check_policy(self.policy)
+        get_family(self.family)
         self.make_strategies()
         if self.views is not None:
             VIEW_SOURCES.get(self.views)

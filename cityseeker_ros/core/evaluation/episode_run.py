@@ -193,6 +193,7 @@ class EpisodeRunner:
         object store, core/evaluation/executors/ray.py); `prepare` False leaves the model unloaded (a driver
         whose episodes run elsewhere)."""
         self.config = config
+        config.check_serves()  # before the dataset loads: a run of another family's policy never starts
         self.worlds = worlds if worlds is not None else {
             w.city: w for w in load_dataset(Path(config.data), config.dataset, family=config.family)}
         self.policy = make_policy(config.policy, **config.policy_params)

@@ -39,7 +39,7 @@ from cityseeker_ros.core.streets.geodesy import circular_difference
 from cityseeker_ros.core.streets.graph import StreetGraph
 from cityseeker_ros.core.tasks.environment import EndReason, Trajectory
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, Episode, World
-from cityseeker_ros.core.tasks.family import family_names
+from cityseeker_ros.core.tasks.family import family_names, get_family
 from cityseeker_ros.core.vehicles.safety.commands import HOLD
 from cityseeker_ros.core.vehicles.safety.estop import EStop
 from cityseeker_ros.core.vehicles.safety.geofence import Geofence
@@ -53,7 +53,8 @@ SEEK_CATEGORY = "Seek"  # the category of a seek's episode (no benchmark categor
 @dataclass(frozen=True)
 class SeekRequest:
     """A need in words (or a landmark goal, or a question: `family`); `max_steps` None or 0: the
-    run's max_steps; `preempt`: replace an active goal."""
+    family's budget for a goal (the run's max_steps; CityEQA's 50 for a question); `preempt`: replace
+    an active goal."""
 
     need: str
     max_steps: Optional[int] = None
@@ -189,7 +190,8 @@ class SeekSession(LiveLoop):
                               instruction=need, request=need, start=start, target="", reference_path=(),
                               family=request.family)
             self._request, self._goal_id, self._ending = request, goal_id, None
-            self._budget = request.max_steps or self.config.max_steps
+            # 0: the family's budget for a goal given without one (CityEQA's 50 steps for a question)
+            self._budget = request.max_steps or get_family(request.family).goal_budget(self.config.max_steps)
             self._queued = SeededEpisode(self.world, episode, 0)
             self.state = "starting"
             self._start_next()

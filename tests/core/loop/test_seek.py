@@ -124,6 +124,15 @@ def test_the_goals_own_checks_are_one_function_the_server_and_the_command_share(
     assert check_request(SeekRequest("x" * MAX_NEED_CHARS), 35) is None
 
 
+@pytest.mark.parametrize("family, budget", [("needs", 35), ("questions", 50)])
+def test_a_goal_without_a_budget_gets_its_familys_as_the_command_gives_it(tiny_world, family, budget):
+    """A raw Seek action with max_steps 0 got the run's 35 steps for a question, while `cityseeker
+    seek` gave it CityEQA's 50 (the launcher asked the family; the session did not)."""
+    session, _ = seek_rig(tiny_world, make_policy("random"), near(tiny_world, 1))
+    answer = session.submit(SeekRequest("water", max_steps=0, family=family), *near(tiny_world, 1))
+    assert answer.accepted and f"within {budget} steps" in answer.reason
+
+
 def test_a_need_it_cannot_satisfy_ends_at_the_budget_saying_so(tiny_world):
     session, rig = seek_rig(tiny_world, make_policy("random"), near(tiny_world, 1), speed_m_s=1.5, noise_m=0.5)
     answer = session.submit(SeekRequest("I am thirsty", max_steps=4), *near(tiny_world, 1))
