@@ -241,7 +241,7 @@ class FlightMonitor:
         if s.kind in (POSITION, VELOCITY, TAKEOFF, ARM, MODE):
             self._judged[R.PILOT_WINS] += 1
             if self._pilot_t is not None:
-                if not self._in_flight(s, "pilot", self._pilot_t):
+                if not self._in_flight(s, "pilot", self._pilot_t, decided_before=True):
                     kind = "setpoint" if s.kind in (POSITION, VELOCITY) else s.kind
                     self._flag(R.PILOT_WINS, s.t, (self._pilot_t, kind),
                                f"{what} sent after the vehicle went to {self._pilot_mode} by itself at "

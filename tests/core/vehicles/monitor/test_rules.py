@@ -108,6 +108,16 @@ def test_the_next_point_of_a_carrot_streaming_at_an_event_is_in_flight(event, ta
     assert rules_broken(flying() + [decide(0.6, east_m=10.0, north_m=30.0)] + tail) == broken
 
 
+@pytest.mark.parametrize("decided, broken", [(1.0, []), (0.65, [PILOT, PILOT])])
+def test_a_mode_change_crossing_a_pilots_switch_carries_out_a_decision_made_before_it(decided, broken):
+    """A goal decided 3 ms before the pilot's switch: its OFFBOARD/GUIDED request left before the
+    stack could have heard of the switch (found by the ArduPilot soak, 0.5 ms apart); a decision
+    older than the reaction time was the stack's to stop."""
+    tail = [hold(0.6), report(0.62, "AUTO.LOITER"), decide(decided, east_m=20.0), report(1.003, "POSCTL"),
+            goto(1.004, 20.0), offboard(1.005)]
+    assert rules_broken(flying() + tail) == broken
+
+
 def test_an_operator_take_control_keeps_the_mode_the_stack_asked_for():
     """The stack asked for OFFBOARD, the operator's take-control came before the heartbeat showed it:
     the monitor had reset what it expected to the mode then shown, and read OFFBOARD as a pilot's
