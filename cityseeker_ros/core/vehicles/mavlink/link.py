@@ -142,6 +142,9 @@ class _ModeRequest:
     at: float  # monotonic
     shown: bool = False  # a heartbeat has shown `mode` since
     acked: bool = False  # the autopilot accepted it: a heartbeat from now on shows it or a later change
+    # modes asked for just before this one (within settle_s of each other): while this one is pending, a
+    # heartbeat may still show one of them (an RTL asked, then OFFBOARD 0.3 s later: AUTO.RTL shows between)
+    recent: frozenset = frozenset()
 
 
 Setpoint = Union[PositionSetpoint, VelocitySetpoint, PathSetpoint]
@@ -374,6 +377,8 @@ class MavlinkLink(VehicleLink):
             allowed = {asked.mode, *flavour.successors.get(asked.mode, ())}
             if not asked.shown and not asked.acked and now - asked.at <= self.settle_s:
                 allowed.add(asked.before)  # its heartbeat may not show it yet (UDP keeps the autopilot's order)
+                for earlier in asked.recent:
+                    allowed |= {earlier, *flavour.successors.get(earlier, ())}
             foreign = mode not in allowed
         if foreign:
             self._foreign = mode
@@ -396,7 +401,9 @@ class MavlinkLink(VehicleLink):
         """`_ask_for` for a caller that holds _motion_lock (and read `shown` before taking it)."""
         if self._foreign is not None and not (clears and self._operator_release):
             raise PilotOverride(self._refusal())
-        old, self._asked = self._asked, _ModeRequest(mode, shown, time.monotonic())
+        now, old = time.monotonic(), self._asked
+        recent = old.recent | {old.mode} if old is not None and now - old.at <= self.settle_s else frozenset()
+        self._asked = _ModeRequest(mode, shown, now, recent=recent)
         if clears:
             self._foreign, self._operator_release = None, False
         return old

@@ -202,3 +202,30 @@ def test_a_pilot_who_switches_back_right_after_an_accepted_hold_is_foreign_at_on
     sim.mode_switch(PILOT[flavour])  # and the pilot takes it again at once
     took = wait_until(lambda: link.state().foreign_mode == PILOT[flavour], 3.0, what="foreign again")
     assert took < link.settle_s - 1.0, took
+
+
+def test_a_mode_asked_for_just_before_the_pending_one_may_still_show():
+    """RTL asked, then OFFBOARD 0.3 s later (a goal decided while returning): a heartbeat between
+    shows AUTO.RTL, which the link took for a pilot's mode while OFFBOARD was pending; the bridge
+    stopped commanding and the vehicle sat in OFFBOARD with no setpoints (found by the PX4 soak). A
+    mode it did not ask for is still foreign then, and so is the earlier one once OFFBOARD showed."""
+    from cityseeker_ros.core.vehicles.mavlink.flavours import flavour_named
+    from cityseeker_ros.core.vehicles.mavlink.link import MavlinkLink
+
+    def link_after_rtl_then_offboard() -> MavlinkLink:
+        link = MavlinkLink("udp://127.0.0.1:1", flavour="px4")
+        link._flavour = flavour_named("px4")
+        with link._motion_lock:
+            link._note_request("AUTO.RTL", "AUTO.LOITER", clears=True)
+            link._note_request("OFFBOARD", "AUTO.LOITER", clears=False)
+        return link
+
+    now = time.monotonic()
+    link = link_after_rtl_then_offboard()
+    with link._motion_lock:
+        assert not link._judge_mode("AUTO.RTL", True, now) and not link._judge_mode("AUTO.LAND", True, now)
+        assert not link._judge_mode("OFFBOARD", True, now)
+        assert link._judge_mode("AUTO.RTL", True, now)  # OFFBOARD shown: the earlier mode is foreign now
+    link = link_after_rtl_then_offboard()
+    with link._motion_lock:
+        assert link._judge_mode("POSCTL", True, now)  # never asked for: a pilot's
