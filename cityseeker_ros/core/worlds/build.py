@@ -86,6 +86,9 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
         made = others[family]
         say(f"world build: {family} tasks: " +
             (made.why_none or ", ".join(f"{k} {v}" for k, v in made.counts.items())), stream)
+        limits = _goal_limits(made)
+        if limits:
+            say(f"world build: {family} goals: {limits}", stream)
     task_seconds = time.perf_counter() - task_started
     why = {f: g.why_none for f, g in others.items() if g.why_none}
     if DEFAULT_FAMILY in chosen and not task_set.tasks:
@@ -107,7 +110,8 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
         "density": density,
         "warnings": thin_data_warnings(density) + [f"no {get_family(f).title.lower()}: {reason}"
                                                    for f, reason in why.items()],
-        "families": {f: {"tasks": g.counts} for f, g in others.items() if not g.why_none},
+        "families": {f: {"tasks": g.counts, **({"goal_limits": _goal_limits(g)} if _goal_limits(g) else {})}
+                     for f, g in others.items() if not g.why_none},
     }
     write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata,
                 family_tasks={get_family(f).tasks_file: g.document for f, g in others.items() if not g.why_none})
@@ -190,3 +194,10 @@ def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> di
         if not generated.why_none:
             write_json_atomic(Path(folder) / get_family(f).tasks_file, generated.document)
     return made
+
+
+def _goal_limits(made: GeneratedTasks) -> Optional[str]:
+    """How the world's landmarks limit its goals (landmark goals' `goal_ambiguity.limits`), if said."""
+    if made.why_none:
+        return None
+    return made.document.get("world", {}).get("goal_ambiguity", {}).get("limits")

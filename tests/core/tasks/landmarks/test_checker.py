@@ -232,3 +232,11 @@ def test_the_gridtown_scene_words_are_true_in_memory(grid_world, generated):
             problems += fact_problems((m.lat, m.lon), (goal.lat, goal.lon), r["distance_m"], r["direction"])
             assert r["distance_tolerance_m"] == step_for(r["distance_m"]) / 2.0
     assert problems == []
+
+
+def test_the_build_says_how_the_landmarks_limit_the_goals(synth):
+    """The build's summary and world.json carry the task file's `goal_ambiguity.limits` sentence."""
+    folder, _ = synth
+    limits = json.loads((folder / "tasks.landmarks.json").read_text())["world"]["goal_ambiguity"]["limits"]
+    meta = json.loads((folder / "world.json").read_text())
+    assert limits and meta["families"]["landmarks"]["goal_limits"] == limits

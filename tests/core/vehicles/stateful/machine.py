@@ -201,6 +201,17 @@ class SafetyMachine(RuleBasedStateMachine):
         self.dropped_at = time.monotonic()
         time.sleep(pause)
 
+    @precondition(lambda self: not self.dropped and self.rig.link_drop)
+    @rule(bearing=st.floats(0, 360), metres=st.floats(5, 60))
+    def outage_under_a_goal(self, bearing, metres):
+        """A goal flying, a whole outage, the link back and time to act: a stack that resumes the
+        goal from before the loss is seen doing so (random draws rarely leave a goal pending across
+        a return and then wait)."""
+        self._goal(bearing, metres, 10.0, "inside")
+        time.sleep(0.2)
+        self.drop_link(pause=0.0)
+        self.link_back(pause=0.6)
+
     @precondition(lambda self: self.dropped)
     @rule(pause=PAUSE)
     def link_back(self, pause):
