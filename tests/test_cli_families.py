@@ -17,13 +17,9 @@ THIN = ["thin data: 62% of street nodes have no building within 30 m", "thin dat
 
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory) -> Path:
-    from cityseeker_ros.core.tasks.landmarks.generator import LandmarkTaskSettings, generate_landmark_tasks
-    from tests.core.tasks.landmarks.gridtown import SMALL, grid_graph, grid_scene, write_world_folder
+    from tests.core.tasks.landmarks.gridtown import small_grid_world
 
-    graph = grid_graph()
-    scene = grid_scene(graph)
-    generated = generate_landmark_tasks("gridtown", graph, scene, LandmarkTaskSettings(**SMALL))
-    return write_world_folder(tmp_path_factory.mktemp("worlds") / "gridtown", graph, scene, generated.document)
+    return small_grid_world(tmp_path_factory.mktemp("worlds") / "gridtown")
 
 
 def _copy(world: Path, to: Path, warnings: list[str], drop: str = "") -> Path:

@@ -176,3 +176,13 @@ def write_osm(path: Path) -> Path:
     lines.append('</osm>')
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def small_grid_world(folder: Path) -> Path:
+    """The grid with its landmark goals (SMALL settings) as a world folder: a landmark run in seconds."""
+    from cityseeker_ros.core.tasks.landmarks.generator import LandmarkTaskSettings, generate_landmark_tasks
+
+    graph = grid_graph()
+    scene = grid_scene(graph)
+    generated = generate_landmark_tasks("gridtown", graph, scene, LandmarkTaskSettings(**SMALL))
+    return write_world_folder(folder, graph, scene, generated.document)
