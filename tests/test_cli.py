@@ -374,7 +374,7 @@ def test_a_question_seek_counts_the_questions_budget_and_a_need_the_run_s(monaco
     assert budget("questions") == QuestionSettings().budget == get_family("questions").goal_budget(35) == 50
     assert budget("needs") == 35 and budget("questions", max_steps=7) == 7
     tasks_md = (REPO / "docs" / "tasks.md").read_text(encoding="utf-8")
-    assert "| `questions` |" in tasks_md and "| 50 steps |" in tasks_md
+    assert "| `questions` |" in tasks_md and "| 50 steps (CityEQA's)" in tasks_md
 
 
 def test_ctrl_c_ends_a_seek_with_130_as_seek_md_says(monkeypatch, capsys):
