@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, TextIO
+from typing import Any, Optional, TextIO
 
 import numpy as np
 
@@ -42,11 +42,6 @@ from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.infra.text import clean_json
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
 from cityseeker_ros.core.tasks.family import get_family
-
-if TYPE_CHECKING:
-    pass
-
-
 
 
 class Benchmark:
