@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from cityseeker_ros.core.agents.policies import POLICIES
+from cityseeker_ros.core.agents.policies.families import check_serves
 from cityseeker_ros.core.evaluation.benchmark import Benchmark
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.infra.errors import CitySeekerError, ConfigError
@@ -79,7 +80,7 @@ def checked(args: argparse.Namespace) -> tuple[list[str], Optional[list[str]]]:
         if policy not in POLICIES:
             raise ConfigError(f"--policies: unknown policy {policy!r}; known: {', '.join(POLICIES.names())}")
         for family in families:
-            get_family(family).check_policy(policy)
+            check_serves(policy, family)
     return families, policies
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cityseeker_ros.cli import main
-from cityseeker_ros.core.tasks.family import get_family
+from cityseeker_ros.core.agents.policies.families import policies_for
 
 THIN = ["thin data: 62% of street nodes have no building within 30 m", "thin data: 4 shops in 2 km2",
         "thin data: no named street", "thin data: 91% of buildings without a height", "thin data: no landmark"]
@@ -48,7 +48,7 @@ def test_a_policy_of_another_family_is_one_line_and_nothing_is_written(grid, tmp
     line = _refused(["benchmark", "--data", str(grid), "--family", family, "--policy", policy, "--out", str(out),
                      "--no-progress"], capsys)
     assert line.startswith(f"--policy {policy} does not serve the {family} task family") and says in line
-    assert line.endswith("its policies: " + ", ".join(get_family(family).policies()))
+    assert line.endswith("its policies: " + ", ".join(policies_for(family)))
     assert not out.exists()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cityseeker_ros.core.tasks.family import get_family
+from cityseeker_ros.core.agents.policies.families import policies_for
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "family_baselines.py"
@@ -40,7 +40,7 @@ def test_a_typo_is_one_line_naming_the_parameter_and_nothing_runs(world, tmp_pat
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("family_baselines: error: ")
-    says = says.format(tmp=tmp_path, questions=", ".join(get_family("questions").policies()))
+    says = says.format(tmp=tmp_path, questions=", ".join(policies_for("questions")))
     assert says in proc.stderr and proc.stdout == ""
     assert not out.exists()
 

@@ -87,8 +87,9 @@ class BenchmarkConfig:
     def check_serves(self) -> None:
         """The policy serves the run's family, else one line naming the family's policies. Not
         part of validate(): a Seek run's config names no family, its goals bring their own."""
-        POLICIES.get(self.policy)
-        get_family(self.family).check_policy(self.policy)
+        from cityseeker_ros.core.agents.policies.families import check_serves
+
+        check_serves(self.policy, self.family)
 
     def validate(self) -> None:
         """The executor's name is checked where it is used (Benchmark), which keeps this module

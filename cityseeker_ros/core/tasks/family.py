@@ -131,23 +131,6 @@ class TaskFamily(ABC):
         family); else the run's."""
         return min(episode.budget, max_steps) if episode.budget is not None else max_steps
 
-    def policies(self) -> list[str]:
-        """The registered policies that serve this family, by name (Policy.families)."""
-        from cityseeker_ros.core.agents.policies import POLICIES
-
-        return [n for n in POLICIES.names() if serves(POLICIES.get(n), self.name)]
-
-    def check_policy(self, policy: str) -> None:
-        """Refuse, before anything runs, a policy that does not serve this family (it would end
-        every episode in error or unanswered), naming the ones that do and this family's oracle."""
-        from cityseeker_ros.core.agents.policies import POLICIES
-
-        if serves(POLICIES.get(policy), self.name):
-            return
-        hint = f" (its oracle is {self.oracle!r})" if "oracle" in policy else ""
-        raise ConfigError(f"--policy {policy} does not serve the {self.name} task family{hint}; "
-                          f"its policies: {', '.join(self.policies())}")
-
     def missing_tasks(self, folder: Path) -> str:
         """Why `folder` holds no task file of this family, from world.json's record of its build
         (the reason the generator gave, or that the build was not asked for the family), with
@@ -202,13 +185,6 @@ class TaskFamily(ABC):
 
         path = Path(folder) / self.tasks_file
         return dict(read_json_object(path).get("world", {})) if path.is_file() else {}
-
-
-def serves(policy_class: Any, family: str) -> bool:
-    """Whether a policy class serves `family`: its `families` names it, or is None (every family:
-    a model policy speaks each family's prompts)."""
-    families = getattr(policy_class, "families", None)
-    return families is None or family in families
 
 
 FAMILIES: Registry[TaskFamily] = Registry("task family")
