@@ -13,13 +13,12 @@ from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.directions import RelativeDirection, relative_direction
 from cityseeker_ros.core.streets.geodesy import initial_bearing_deg
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.core.tasks.family import family_of
+from cityseeker_ros.core.tasks.family import DEFAULT_MAX_STEPS, family_of
 from cityseeker_ros.core.tasks.trajectory import EndReason, Trajectory
 
 if TYPE_CHECKING:
     from cityseeker_ros.core.sensing.views.source import ViewSource
 
-DEFAULT_MAX_STEPS = 35
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ Loaded = tuple[list[Episode], dict[str, frozenset[str]]]
 MOVE_ACTIONS: frozenset[str] = frozenset({"move", "stop", "back"})
 # The packages that register the built-in families, imported on first use of the registry.
 BUILT_IN = ("needs", "landmarks", "questions")
+DEFAULT_MAX_STEPS = 35  # CitySeeker's step budget: the needs family's, and the run's cap when it names none
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,6 @@ class TaskFamily(ABC):
     def default_max_steps(self) -> int:
         """A run's step cap when it names none: CitySeeker's 35 steps; a family whose rules set
         each episode's budget returns one that keeps every budget its generator makes."""
-        from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
-
         return DEFAULT_MAX_STEPS
 
     def budget(self, episode: Episode, max_steps: int) -> int:
