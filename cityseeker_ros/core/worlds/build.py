@@ -110,8 +110,7 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
         "density": density,
         "warnings": thin_data_warnings(density) + [f"no {get_family(f).title.lower()}: {reason}"
                                                    for f, reason in why.items()],
-        "families": {f: {"tasks": g.counts, **({"goal_limits": _goal_limits(g)} if _goal_limits(g) else {})}
-                     for f, g in others.items() if not g.why_none},
+        "families": {f: _family_record(g) for f, g in others.items() if not g.why_none},
     }
     write_world(out_dir, name=name, graph=built.graph, scene=built.scene, tasks=task_set, metadata=metadata,
                 family_tasks={get_family(f).tasks_file: g.document for f, g in others.items() if not g.why_none})
@@ -194,6 +193,15 @@ def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> di
         if not generated.why_none:
             write_json_atomic(Path(folder) / get_family(f).tasks_file, generated.document)
     return made
+
+
+def _family_record(made: GeneratedTasks) -> dict[str, Any]:
+    """A family's line in world.json: its task counts, and what its task file says limited them
+    (how the landmarks limit the goals; which question kinds were not made and why, what was dropped)."""
+    world = made.document.get("world", {})
+    said = {"goal_limits": _goal_limits(made), "kinds_not_made": world.get("kinds_not_made"),
+            "dropped": world.get("dropped")}
+    return {"tasks": made.counts, **{k: v for k, v in said.items() if v}}
 
 
 def _goal_limits(made: GeneratedTasks) -> Optional[str]:
