@@ -365,7 +365,9 @@ class VehicleBridgeNode(Node):
 
     def _on_take_control(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         if not self._bridge.take_control():
-            response.success, response.message = False, "the link is down: take control again once it is back"
+            response.success, response.message = False, ("not taken: the link is down or the vehicle did not "
+                                                         "confirm the hold; the pilot keeps it. Take control again "
+                                                         "once the link is back")
             return response
         if self._monitor is not None:
             self._monitor.mark("operator_take_control", "~/take_control")

@@ -295,11 +295,33 @@ class VehicleBridge:
         """An operator gives the stack control back after a pilot took it (the only way back).
         The vehicle holds until a decision newer than this arrives. Refused (False, nothing done)
         while the link is down: the operator cannot see who has the vehicle then, and a request
-        kept for later would act on a vehicle the pilot may have taken again meanwhile."""
+        kept for later would act on a vehicle the pilot may have taken again meanwhile.
+
+        True only once the vehicle confirmed the hold that ends the pilot's mode. A radio that
+        dropped less than the link's loss time ago is not seen yet: the request is taken, its hold
+        never arrives, and the pilot still has the vehicle (the soak's `ends_in_hold` finding: the
+        operator was told yes, the monitor then required an end hold the bridge rightly never sent
+        to a vehicle in the pilot's mode). A request the safety thread could not apply in time is
+        dropped, not kept for later."""
         if self._lost_reason_now() is not None:
             return False
-        self._request("_take_requested")
-        return True
+        with self._gate_lock, self._lock:
+            self._take_requested = self.authority.heard
+        if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
+            try:
+                self._locked_tick(self.clock())
+            finally:
+                self._tick_lock.release()
+        else:
+            with self._lock:
+                unapplied, self._take_requested = self._take_requested is not None, None
+            if unapplied or not self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
+                return False
+            self._tick_lock.release()  # a tick was applying it: its stop has been sent
+        state = self.authority.state
+        if state in (State.PILOT, State.DISCONNECTED):
+            return False
+        return state in MOVING_STATES or self._stop_confirmed is not None
 
     def _request(self, name: str) -> None:
         with self._gate_lock, self._lock:

@@ -705,6 +705,7 @@ class MavlinkLink(VehicleLink):
         the bridge's authority machine never does without an operator's take-control)."""
         shown = self._shown_mode()
         with self._motion_lock:
+            foreign = self._foreign
             asked_before = self._note_request(mode, shown, clears=True)
             mine = self._asked
             before, self._control = self._control, RELEASED  # our own switch is not an override
@@ -715,6 +716,8 @@ class MavlinkLink(VehicleLink):
             with self._motion_lock:
                 if self._control == RELEASED:
                     self._control, self._override_reason = before, reason
+                if self._foreign is None:  # the vehicle never took the stop: the pilot's mode still stands,
+                    self._foreign = foreign  # and the operator's release is spent (they must ask again)
             self._unask(asked_before, mine)
             raise
         streamer = self._streamer

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cityseeker_ros.core.vehicles.link import PilotOverride
+from cityseeker_ros.core.vehicles.link import LinkError, PilotOverride
 from tests.core.vehicles.mavlink.conftest import HOME, airborne, north_of, wait_until
 
 PILOT = {"px4": "POSCTL", "ardupilot": "LOITER"}
@@ -229,3 +229,29 @@ def test_a_mode_asked_for_just_before_the_pending_one_may_still_show():
     link = link_after_rtl_then_offboard()
     with link._motion_lock:
         assert link._judge_mode("POSCTL", True, now)  # never asked for: a pilot's
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_stop_the_vehicle_never_took_leaves_the_pilots_mode_foreign(vehicle, flavour):
+    """An operator's take-control whose hold is lost (the radio dropped first): the request cleared
+    the foreign mode before it left and nothing put it back, so for the moment between the radio's
+    return and the next heartbeat the link let motion through on a vehicle still in the pilot's
+    mode. A stop that fails restores the foreign mode, and the operator must ask again."""
+    sim, link = vehicle(flavour, link={"command_timeout_s": 0.1, "command_retries": 1})
+    airborne(link)
+    sim.mode_switch(PILOT[flavour])
+    wait_until(lambda: link.state().foreign_mode == PILOT[flavour], 1.5, what="the pilot's mode seen as foreign")
+    link.operator_takes_control()
+    sim.stop_answering()
+    with pytest.raises(LinkError):
+        link.hold()
+    assert link.foreign_mode == PILOT[flavour]
+    sim.resume_answering()
+    for call in motion_calls(link).values():
+        with pytest.raises(PilotOverride):
+            call()
+    with pytest.raises(PilotOverride):
+        link.take_control()
+    with pytest.raises(PilotOverride):
+        link.hold()  # the release was spent on the lost stop: the operator asks again
+    assert sim.mode == PILOT[flavour]

@@ -77,3 +77,18 @@ def test_a_bridge_restarted_during_an_outage_holds_the_vehicle_its_predecessor_l
     s.drop_link(pause=0.0)
     s.stale_goal(age=5.0, bearing=10, pause=0.0)
     s.teardown()
+
+
+@pytest.mark.parametrize("machine", [Px4Safety, ArduPilotSafety], ids=["px4", "ardupilot"])
+def test_a_take_control_the_vehicle_never_heard_leaves_the_vehicle_to_the_pilot(machine):
+    """A goal, a pilot's switch, the radio drops, and the operator's take-control comes before the
+    bridge can tell the link is lost: it was accepted, its hold never arrived, the bridge found the
+    vehicle in the pilot's mode on the radio's return and rightly sent nothing, and the monitor,
+    told the stack had control, wanted an end hold (found by the soak: PX4 once, ArduPilot twice).
+    take_control() now says yes only once the vehicle confirmed the hold."""
+    s = machine()
+    s.goal(bearing=30, metres=20, alt=10, kind="inside", pause=0.3)
+    s.pilot_switch(pause=1.2)
+    s.drop_link(pause=0.0)
+    s.take_control(pause=0.0)
+    s.teardown()
