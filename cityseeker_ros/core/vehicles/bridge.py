@@ -61,6 +61,7 @@ from cityseeker_ros.core.vehicles.safety.commands import Command, Goal, Velocity
 from cityseeker_ros.core.vehicles.safety.config import END_ACTIONS
 from cityseeker_ros.core.vehicles.safety.gate import SafetyGate, Verdict
 from cityseeker_ros.core.vehicles.safety.geofence import CircleFence, Geofence, PolygonFence
+from cityseeker_ros.core.vehicles.safety.latch_file import LatchFile
 
 log = logging.getLogger("cityseeker_ros.vehicle_bridge")
 
@@ -170,6 +171,11 @@ class VehicleBridge:
         self._estop_trips = self._estop_trips_handled = 0
         self._terminate_requested = False
         self._pilot_reported: Optional[str] = None  # a link call raised PilotOverride
+        # A pilot's takeover outlives this process, as the e-stop latch does (a file beside it): a
+        # restarted bridge must not fly a vehicle whose pilot switch its predecessor's last hold overrode.
+        self._pilot_file = pilot_file_beside(gate.estop.latch_file)
+        if self._pilot_file is not None:
+            self._pilot_reported = self._pilot_file.load()
         self._stream_stopped: Optional[str] = None  # a link call raised StreamStopped: a hold is due
         # The safety thread's own bookkeeping of what it gave the motion thread.
         self._latest_seq = 0  # the decision number of gate.latest
@@ -211,6 +217,9 @@ class VehicleBridge:
             try:
                 if self._connected and self._lost_reason_now() is None:
                     self._event(Event.SHUTDOWN)
+                    foreign = self._foreign_after_end()
+                    if foreign is not None:  # a pilot's switch crossed the end's hold: the next bridge must know
+                        self._keep_pilot(True, f"a pilot switched to {foreign} as the bridge closed")
             finally:
                 self._tick_lock.release()
         self._stop.set()
@@ -548,6 +557,8 @@ class VehicleBridge:
             step = self.authority.handle(event, seq, asked_at)
         if step.changed:
             log.info("authority: %s --%s--> %s", step.before.value, event.value, step.after.value)
+            if State.PILOT in (step.before, step.after):
+                self._keep_pilot(step.after is State.PILOT, f"a pilot took the vehicle ({event.value})")
             if step.before in MOVING_STATES and step.after not in MOVING_STATES:
                 self._cancel_job()
                 self._flying_seq, self._control_since = None, None
@@ -692,6 +703,27 @@ class VehicleBridge:
         self._stop_confirmed = send
         self.holds += 1
         self.stops.append(send.value)
+
+    def _foreign_after_end(self) -> Optional[str]:
+        """The mode a pilot switched to, as the link saw it up to the end's hold (links with modes)."""
+        if not self.capabilities.take_control:
+            return None
+        try:
+            return self.link.state().foreign_mode
+        except LinkError:
+            return None
+
+    def _keep_pilot(self, taken: bool, why: str) -> None:
+        """Save (or, on an operator's take-control, remove) the pilot's takeover; a disk that refuses
+        leaves it in memory and says a restart would forget it."""
+        if self._pilot_file is None:
+            return
+        try:
+            self._pilot_file.save(why) if taken else self._pilot_file.clear()
+        except OSError as exc:
+            log.error("%s could not be %s (%s): a restart would %s", self._pilot_file.path,
+                      "written" if taken else "removed", exc, "forget the pilot's takeover" if taken else
+                      "still take the vehicle for the pilot's")
 
     def _pilot_says(self, exc: PilotOverride) -> None:
         """A link call found a pilot in charge: the next tick hands the vehicle over (FOREIGN_MODE)."""
@@ -967,6 +999,16 @@ class VehicleBridge:
 
 class _NotAllowed(Exception):
     """The authority no longer lets this stop out (a pilot took the vehicle in the meantime)."""
+
+
+def pilot_file_beside(estop_file: Optional[LatchFile]) -> Optional[LatchFile]:
+    """Where a bridge keeps a pilot's takeover: beside its e-stop latch (`x.json` -> `x.pilot.json`);
+    None when the e-stop keeps no file."""
+    if estop_file is None:
+        return None
+    path = estop_file.path
+    return LatchFile(path.with_name(f"{path.stem}.pilot{path.suffix or '.json'}"), what="pilot takeover",
+                     until="an operator's take-control")
 
 
 def _same_place(a: Optional[Command], b: Optional[Command]) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.bridge import PILOT_OVERRIDE, SAFETY_STALLED, VehicleBridge
 from cityseeker_ros.core.vehicles.link import Capabilities, StreamStopped
-from cityseeker_ros.core.vehicles.safety import HOLD, Goal, SafetyGate, Velocity
+from cityseeker_ros.core.vehicles.safety import HOLD, EStop, Goal, LatchFile, SafetyGate, Velocity
 from cityseeker_ros.core.vehicles.safety.codes import SafetyCode
 from tests.core.vehicles.test_bridge import HOME, MOTION, ScriptedLink, bridge_for, config, goal, wait_for
 
@@ -244,3 +244,52 @@ def test_a_link_whose_stream_stopped_on_a_late_keepalive_is_held_not_reconnected
     assert b.status().code != "link_error" and link.names(only={"connect"}) == ["connect"]
     b.command(goal(50.0))
     assert wait_for(lambda: link.names()[-2:] == ["take_control", "go_to"])
+
+
+class SwitchedAtTheEnd(ScriptedLink):
+    """The pilot's switch reaches the link right after the closing bridge's end hold went out: the
+    hold put the vehicle in the hold mode and the link, judging the switch, reports it foreign."""
+
+    def hold(self) -> None:
+        super().hold()
+        if self.closing:
+            self.foreign = "POSCTL"
+
+    closing = False
+
+
+def test_a_pilots_switch_crossing_the_end_hold_survives_a_restart(made, tmp_path):
+    """Found by the PX4 soak: the pilot switched 1 ms before a bridge restart, the closing bridge's
+    end hold overrode the switch, and the new bridge, finding the vehicle in the hold mode, flew the
+    next goal. The takeover is now kept beside the e-stop latch, as the latch is, until an operator
+    takes control back."""
+    latch = tmp_path / "estop.json"
+    link = SwitchedAtTheEnd(take_control=True)
+    link.modal = True
+    old = bridge_for(made, link, estop=EStop(LatchFile(latch)))
+    link.closing = True
+    old.close()
+    assert (tmp_path / "estop.pilot.json").exists()
+    link.closing, link.foreign = False, None  # the vehicle holds; a new link sees nothing foreign
+    calls = len(link.names())
+    new = bridge_for(made, link, estop=EStop(LatchFile(latch)), wait=False)
+    assert wait_for(lambda: new.status().code == PILOT_OVERRIDE, 3.0)
+    for metres in (40.0, 50.0):
+        new.command(goal(metres))
+        new.tick()
+    assert link.names()[calls:] == []  # not even the connect's hold
+    assert new.take_control()
+    assert not (tmp_path / "estop.pilot.json").exists()
+    new.command(goal(60.0))
+    assert wait_for(lambda: link.names()[calls:] == ["hold", "take_control", "go_to"])
+
+
+def test_an_unreadable_pilot_file_keeps_the_vehicle_with_the_pilot(made, tmp_path):
+    (tmp_path / "estop.pilot.json").write_bytes(b"\x00\xff")
+    link = ScriptedLink(take_control=True)
+    b = bridge_for(made, link, estop=EStop(LatchFile(tmp_path / "estop.json")), wait=False)
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 3.0)
+    assert "pilot takeover state file" in b.status().reason and "unreadable" in b.status().reason
+    b.command(goal())
+    b.tick()
+    assert link.names() == []

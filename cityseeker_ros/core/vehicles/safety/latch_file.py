@@ -1,4 +1,5 @@
-"""The e-stop latch on disk, so it survives a restart of the bridge and of the runner.
+"""The e-stop latch on disk, so it survives a restart of the bridge and of the runner (and the same
+for a pilot's takeover: the bridge keeps one beside it, see VehicleBridge).
 
 A latched e-stop is a fact about the vehicle, not about one process: a bridge killed and started
 again must not move on the next repeated goal. The file exists while the e-stop is latched and is
@@ -22,19 +23,19 @@ log = logging.getLogger("cityseeker_ros.safety")
 
 
 class LatchFile:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], what: str = "e-stop", until: str = "reset") -> None:
         """Fails now, naming the file, if its folder cannot be made or written: an e-stop that
         cannot be saved would be forgotten by the next restart."""
-        self.path = Path(path)
+        self.path, self.what, self.until = Path(path), what, until
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"e-stop state file {self.path}: cannot create its folder ({exc.strerror})") from None
+            raise ConfigError(f"{what} state file {self.path}: cannot create its folder ({exc.strerror})") from None
         if not os.access(self.path.parent, os.W_OK | os.X_OK):
-            raise ConfigError(f"e-stop state file {self.path}: folder {self.path.parent} is not writable")
+            raise ConfigError(f"{what} state file {self.path}: folder {self.path.parent} is not writable")
 
     def load(self) -> Optional[str]:
-        """Why the e-stop is latched, or None when it is not (no file)."""
+        """Why it is latched, or None when it is not (no file)."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -50,7 +51,7 @@ class LatchFile:
         return data["reason"]
 
     def _unreadable(self, why: str) -> str:
-        reason = f"e-stop state file {self.path} is unreadable: {why}; latched until reset"
+        reason = f"{self.what} state file {self.path} is unreadable: {why}; latched until {self.until}"
         log.error(reason)
         return reason
 
