@@ -3,7 +3,8 @@
 An extract may map streets but few footprints, no widths and no trees. From what it does map
 we make: roads at their width with kerbs, sidewalks and verges; ground cover by landuse;
 trees where OSM has them or landuse implies them (woods, parks, gardens of houses); and, where
-landuse says the area is built up but no footprint stands, buildings along the streets marked
+landuse says the area is built up but no footprint stands, or a town street runs blank through
+a settled but thinly mapped place (`unmapped_frontage`), buildings along the streets marked
 `inferred`. Everything is placed from hashes of OSM ids, so one input gives one output.
 `horizon_share` measures the result by rendering the task-start views.
 """
@@ -16,6 +17,7 @@ from typing import Optional, TextIO
 
 import numpy as np
 import shapely
+import shapely.ops
 from scipy.spatial import cKDTree
 from shapely.geometry import LineString, Polygon
 
@@ -66,6 +68,14 @@ INFER_CLEAR_M = 6.0  # from any real building
 IMPLIED_ZONE_M = 60.0
 POI_CLEAR_M = 8.0
 IMPLIED_FRONTAGE_M = 35.0
+# The local fallback (`unmapped_frontage`): a town street stretch with no mapped building and no
+# built-up landuse within UNMAPPED_M, in a settled but thinly mapped place (at least SETTLED_MIN
+# mapped buildings or places within SETTLED_M, but fewer buildings there than the thin floor,
+# THIN_BUILDINGS_PER_KM2, puts on that disc), is built up on the ground no landuse covers.
+UNMAPPED_M = 50.0
+SETTLED_M = 250.0
+SETTLED_MIN = 5
+FRONTAGE_STEP_M = 10.0
 URBAN_POIS_PER_KM2 = 50.0  # the build's thin-data floor for POIs (build.MIN_POIS_PER_KM2)
 THIN_BUILDINGS_PER_KM2 = 200.0  # and for buildings (build.MIN_BUILDINGS_PER_KM2)
 FRONTAGE = frozenset({"primary", "secondary", "tertiary", "residential", "unclassified", "living_street",
@@ -219,13 +229,16 @@ def scatter_trees(mapped: Iterable[tuple[int, list[XY]]], areas: Sequence[Area],
 def infer_buildings(areas: Sequence[Area], roads: Sequence[Road], buildings: Sequence[Building],
                     node_xy: np.ndarray, style: Callable[[str], int],
                     poi_xy: np.ndarray = np.zeros((0, 2))) -> list[Building]:
-    """Buildings along the streets of built-up landuse where OSM maps none: a box every `pitch`
+    """Buildings along the streets of built-up landuse, and of unmapped frontage
+    (`unmapped_frontage`), where OSM maps none: a box every `pitch`
     metres on both sides, set back from the kerb, kept clear of real buildings, other landuse
     (a park inside a residential zone stays a park), roads, street nodes and mapped places
     (a POI without a footprint gets a stand-in of its own kind, not an invented neighbour's wall)."""
     poi_tree = cKDTree(poi_xy) if len(poi_xy) else None
     zones = [(a, Polygon(a.ring)) for a in areas if a.cover in BUILT_UP and len(a.ring) >= 3]
     zones = [(a, p if p.is_valid else p.buffer(0)) for a, p in zones]
+    zones += [(Area(f"unmapped/{k}", "residential", ()), p)
+              for k, p in enumerate(unmapped_frontage(areas, roads, buildings, poi_xy))]
     if not zones or not len(node_xy):
         return []
     open_ground = [Polygon(a.ring) for a in areas if a.cover not in BUILT_UP and a.cover != "industrial"
@@ -291,6 +304,66 @@ def infer_buildings(areas: Sequence[Area], roads: Sequence[Road], buildings: Seq
                     out.append(Building(bid, ring, round(storeys * 3.2 + 1.0, 2), storeys, style(bid),
                                         synthetic=True, inferred=True))
     return out
+
+
+def unmapped_frontage(areas: Sequence[Area], roads: Sequence[Road], buildings: Sequence[Building],
+                      poi_xy: np.ndarray = np.zeros((0, 2))) -> list[Polygon]:
+    """The ground beside town streets that the map leaves blank in a settled but thinly mapped
+    place, taken as built up (houses): stretches of FRONTAGE streets with no mapped building and
+    no built-up landuse within UNMAPPED_M, where at least SETTLED_MIN mapped buildings or places
+    stand within SETTLED_M but fewer buildings than THIN_BUILDINGS_PER_KM2 on that disc (where
+    the buildings are mapped that densely, a blank is taken to be really open), IMPLIED_FRONTAGE_M
+    either side of the street, less every mapped area (a field, park, wood, water or yard stays
+    what the map says). Decided stretch by stretch, so what the rest of the extract maps changes
+    nothing here."""
+    footprints = [Polygon(b.footprint) for b in buildings if len(b.footprint) >= 3]
+    building_xy = np.asarray(shapely.get_coordinates(shapely.centroid(footprints))).reshape(-1, 2)
+    evidence_xy = np.concatenate([building_xy, np.asarray(poi_xy, float).reshape(-1, 2)])
+    if len(evidence_xy) < SETTLED_MIN:
+        return []
+    evidence_tree = cKDTree(evidence_xy)
+    building_tree = cKDTree(building_xy) if len(building_xy) else None
+    fully_mapped = THIN_BUILDINGS_PER_KM2 * math.pi * (SETTLED_M / 1000.0) ** 2  # buildings on the disc
+    mapped = [p if p.is_valid else p.buffer(0) for p in (Polygon(a.ring) for a in areas if len(a.ring) >= 3)]
+    # Mapped built-up land keeps a stretch out; the whole-extract fallback's zones (implied_zones)
+    # only take their own ground, so a park's or shop's zone does not blank the street beside it.
+    built = [p for a, p in zip((a for a in areas if len(a.ring) >= 3), mapped)
+             if a.cover in BUILT_UP and not a.id.startswith("implied/")]
+    near = shapely.STRtree(footprints + built)
+    stretches = []
+    for r in roads:
+        if r.kind not in FRONTAGE or len(r.line) < 2:
+            continue
+        line = LineString(r.line)
+        n = max(1, math.ceil(line.length / FRONTAGE_STEP_M))
+        at = np.linspace(0.0, line.length, n + 1)
+        points = shapely.line_interpolate_point(line, at)
+        xy = shapely.get_coordinates(points)
+        settled = evidence_tree.query_ball_point(xy, SETTLED_M, return_length=True) >= SETTLED_MIN
+        thin = (building_tree.query_ball_point(xy, SETTLED_M, return_length=True) < fully_mapped
+                if building_tree is not None else np.ones(len(at), bool))
+        mapped_near = np.zeros(len(at), bool)
+        mapped_near[near.query(points, predicate="dwithin", distance=UNMAPPED_M)[0]] = True
+        blank = settled & thin & ~mapped_near
+        half = FRONTAGE_STEP_M / 2
+        k = 0
+        while k < len(at):
+            if not blank[k]:
+                k += 1
+                continue
+            j = k
+            while j + 1 < len(at) and blank[j + 1]:
+                j += 1
+            piece = shapely.ops.substring(line, max(at[k] - half, 0.0), min(at[j] + half, line.length))
+            stretches.append(piece.buffer(r.width_m / 2 + r.sidewalk_m + IMPLIED_FRONTAGE_M, cap_style="flat"))
+            k = j + 1
+    if not stretches:
+        return []
+    ground = shapely.union_all(stretches)
+    if mapped:
+        ground = ground.difference(shapely.union_all(mapped))
+    parts = [p for p in getattr(ground, "geoms", [ground]) if isinstance(p, Polygon) and p.area > 1.0]
+    return sorted(parts, key=lambda p: (round(p.bounds[0], 3), round(p.bounds[1], 3)))
 
 
 def implied_zones(areas: Sequence[Area], poi_xy: np.ndarray, roads: Sequence[Road] = (),
