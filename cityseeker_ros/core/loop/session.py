@@ -35,6 +35,7 @@ class RemotePolicy(Policy):
         self.privileged = bool(getattr(cls, "privileged", False))  # type: ignore[misc]
         self.uses_images = bool(getattr(cls, "uses_images", True))  # type: ignore[misc]
         self.accepts_context = bool(getattr(cls, "accepts_context", False))  # type: ignore[misc]
+        self.reports_confidence = bool(getattr(cls, "reports_confidence", True))  # type: ignore[misc]
 
     def act(self, observation: Observation) -> Action:
         raise RuntimeError(f"policy {self.name} decides in the decision node, not in the supervisor")

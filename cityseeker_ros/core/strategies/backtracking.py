@@ -31,8 +31,8 @@ class ConfidenceBacktracking(Strategy):
     """B1: when the mean confidence of the last `k` decisions falls below `threshold`, walk back
     to the last node decided on with confidence >= `threshold`, or `k` steps back if there is
     none (the paper's two readings of "reverts"). The window starts afresh after
-    every backtrack, so the strategy can fire again. Decisions without a confidence (policies that
-    report none) never trigger it."""
+    every backtrack, so the strategy can fire again. A policy that reports no confidence
+    (`reports_confidence` false: the seed agents) is refused with it at start-up (bcr_policy.py)."""
 
     code = "B1"
 
@@ -46,6 +46,9 @@ class ConfidenceBacktracking(Strategy):
 
     def start(self, state: EpisodeState) -> None:
         self._since = 0
+
+    def needs_confidence(self) -> bool:
+        return True
 
     def after_decision(self, state: EpisodeState, obs: Observation, decision: Decision) -> Optional[Backtrack]:
         window = _window(state, self._since, self.k)
@@ -149,6 +152,9 @@ class GuidedBacktracking(ConfidenceBacktracking):
 
     def after_decision(self, state: EpisodeState, obs: Observation, decision: Decision) -> Optional[Backtrack]:
         return super().after_decision(state, obs, decision) if self.confidence_trigger else None
+
+    def needs_confidence(self) -> bool:
+        return self.confidence_trigger
 
     def after_backtrack(self, state: EpisodeState, backtrack: Backtrack) -> None:
         super().after_backtrack(state, backtrack)

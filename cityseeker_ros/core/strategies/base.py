@@ -100,6 +100,12 @@ class Strategy:
     def after_backtrack(self, state: EpisodeState, backtrack: Backtrack) -> None:
         """A backtrack (by any strategy) has just been started."""
 
+    def needs_confidence(self) -> bool:
+        """Whether the strategy acts on the policy's confidence (B1; B3 unless its confidence
+        trigger is off): with a policy that reports none it would never act, so the supervisor
+        refuses the pair at start-up."""
+        return False
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.code, "oracle": self.oracle,
                 "params": {k: v for k, v in vars(self).items() if not k.startswith("_")}}

@@ -33,6 +33,22 @@ from cityseeker_ros.core.tasks.episode import Episode, World
 FOLLOW_HINTS = ("auto", "prompt", "force")
 
 
+def refuse_unusable(policy: Policy, strategies: Sequence[Strategy]) -> None:
+    """One line naming what works with what when a strategy cannot act on this policy: B1 (and
+    B3 with its confidence trigger) read a confidence, which a policy with `reports_confidence`
+    false never gives; every other strategy feeds the prompt (R1-R3, C1-C2, B3's hint) or reads
+    the route (B2) and works with any policy that accepts context."""
+    name = getattr(policy, "agent", "") or type(policy).__name__
+    if getattr(policy, "reports_confidence", True):
+        return
+    blind = [s.code for s in strategies if s.needs_confidence()]
+    if blind:
+        raise ConfigError(
+            f"strategy {', '.join(blind)} acts on the policy's confidence, which policy {name} does not report; "
+            f"with {name} use R1-R3, C1-C2, B2 or B3 with confidence_trigger=false, and {', '.join(blind)} "
+            "with the vlm policy")
+
+
 class Phase(str, Enum):
     DECIDING = "deciding"
     RETRACING = "retracing"
@@ -58,6 +74,7 @@ class BcrPolicy(Policy):
         codes = [s.code for s in strategies]
         if len(set(codes)) != len(codes):
             raise ConfigError(f"a strategy is listed twice: {', '.join(codes)}")
+        refuse_unusable(policy, strategies)
         self.policy, self.strategies, self.memory = policy, list(strategies), memory
         self.run_id, self.rounds = run_id, rounds
         self.max_backtracks, self.follow_hints = max_backtracks, follow_hints

@@ -45,6 +45,8 @@ class Policy(ABC):
     uses_images: ClassVar[bool] = True
     # Whether decide() reads a PromptContext; a supervisor follows hints itself for those that do not.
     accepts_context: ClassVar[bool] = False
+    # Whether its decisions carry a confidence (B1, and B3's confidence trigger, act on it).
+    reports_confidence: ClassVar[bool] = True
     # The task families it serves (a run of another is refused before it starts); None: every
     # family (a model policy speaks each family's prompts).
     families: ClassVar[Optional[frozenset[str]]] = None

@@ -4,13 +4,17 @@ one object at different steps into one entry, and answers the questions the PMA 
 it: which object of a class lies north, east, south or west of a landmark, and where to go to
 reach or search that side.
 
-Coordinates are metres east (x) and north (y) of the start. An object's id is its class and a
-running number ("building_1"), as the paper's planner and map name them. Cells are (column, row)
+Coordinates are metres east (x) and north (y) of the start. An object's id is `id_prefix`, its
+class and a running number ("building_1"; PMA's map uses the prefix "map_" so that its ids never
+name what the planner's "building_1" names in the same prompt). The Navigator's path is A* over
+the cells (`path`), the paper's Section 4.3. Cells are (column, row)
 indices, column 0 at the west edge and row 0 at the south edge.
 """
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -95,12 +99,13 @@ class GridMap:
     """The map: objects keyed by id; `add` is the paper's Construct (one sighting's cells) and
     Merge (joined with every same-class object it overlaps or touches, in rounds until none)."""
 
-    def __init__(self, size_m: float = 400.0, resolution_m: float = 1.0) -> None:
+    def __init__(self, size_m: float = 400.0, resolution_m: float = 1.0, id_prefix: str = "") -> None:
         if not (resolution_m > 0 and size_m >= resolution_m):
             raise ValueError(f"grid map: need 0 < resolution_m <= size_m, got {resolution_m} and {size_m}")
         self.size_m, self.resolution_m = float(size_m), float(resolution_m)
         self.cells_per_side = int(round(size_m / resolution_m))
         self.half_m = self.cells_per_side * self.resolution_m / 2.0
+        self.id_prefix = id_prefix
         self._objects: dict[str, MapObject] = {}
         self._counts: dict[str, int] = {}
 
@@ -169,7 +174,7 @@ class GridMap:
 
     def _new_id(self, cls: str) -> str:
         self._counts[cls] = self._counts.get(cls, 0) + 1
-        return f"{cls.replace(' ', '_')}_{self._counts[cls]}"
+        return f"{self.id_prefix}{cls.replace(' ', '_')}_{self._counts[cls]}"
 
     def get(self, oid: str) -> Optional[MapObject]:
         return self._objects.get(oid)
@@ -234,6 +239,68 @@ class GridMap:
                 if self.inside(*p):
                     points.append(p)
         return sorted(points, key=lambda p: (math.hypot(p[0] - near[0], p[1] - near[1]), p))
+
+    # --- paths --------------------------------------------------------------------------------
+
+    def path(self, start: Point, goal: Point, avoid: Iterable[Cell] = (), avoid_cost: float = 5.0,
+             max_expanded: int = 200_000) -> Optional[list[Point]]:
+        """A* from `start` to `goal` over the map's cells (8 neighbours), as cell centres from
+        start to goal. The map knows no streets, so nothing blocks: cells that objects cover and
+        the `avoid` cells (where the agent has been) cost `avoid_cost` times as much, so the path
+        goes round them where a way round exists. None when either end lies outside the map or
+        the search gives up after `max_expanded` cells."""
+        a, b = self.cell_of(*start), self.cell_of(*goal)
+        if a is None or b is None:
+            return None
+        costly = {c for o in self._objects.values() if o.cls != "agent" for c in o.cells} | set(avoid)
+        costly.discard(a)
+        costly.discard(b)
+        n = self.cells_per_side
+
+        def h(c: Cell) -> float:
+            dx, dy = abs(c[0] - b[0]), abs(c[1] - b[1])
+            return max(dx, dy) + (math.sqrt(2) - 1) * min(dx, dy)
+
+        best: dict[Cell, float] = {a: 0.0}
+        parent: dict[Cell, Cell] = {}
+        frontier = [(h(a), 0.0, a)]
+        expanded = 0
+        while frontier:
+            _, g, c = heapq.heappop(frontier)
+            if c == b:
+                cells = [c]
+                while c in parent:
+                    c = parent[c]
+                    cells.append(c)
+                return [self._centre(x) for x in reversed(cells)]
+            if g > best.get(c, math.inf):
+                continue
+            expanded += 1
+            if expanded > max_expanded:
+                return None
+            for di in (-1, 0, 1):
+                for dj in (-1, 0, 1):
+                    nxt = (c[0] + di, c[1] + dj)
+                    if (di or dj) and 0 <= nxt[0] < n and 0 <= nxt[1] < n:
+                        step = (math.sqrt(2) if di and dj else 1.0) * (avoid_cost if nxt in costly else 1.0)
+                        if g + step < best.get(nxt, math.inf):
+                            best[nxt], parent[nxt] = g + step, c
+                            heapq.heappush(frontier, (g + step + h(nxt), g + step, nxt))
+        return None
+
+    def cells_near(self, point: Point, radius_m: float) -> set[Cell]:
+        """The cells whose centres lie within `radius_m` of `point`, inside the map."""
+        r = max(int(math.ceil(radius_m / self.resolution_m)), 0)
+        centre = self.cell_of(*point)
+        if centre is None:
+            return set()
+        n = self.cells_per_side
+        return {(centre[0] + i, centre[1] + j) for i in range(-r, r + 1) for j in range(-r, r + 1)
+                if 0 <= centre[0] + i < n and 0 <= centre[1] + j < n
+                and math.hypot(i, j) * self.resolution_m <= radius_m}
+
+    def _centre(self, cell: Cell) -> Point:
+        return (-self.half_m + (cell[0] + 0.5) * self.resolution_m, -self.half_m + (cell[1] + 0.5) * self.resolution_m)
 
     # --- output ----------------------------------------------------------------------------------
 

@@ -9,13 +9,31 @@
   the estimated distance; process control moves through the plan; once the plan is done, Answer
   Generation (one text call) answers from what was collected. `manager=false`: no map, no
   answer generation (the collector's answer is final).
-- Actors: the Navigator walks the view nearest the bearing to the map's navigation point (no
-  call); without one (landmark not on the map, or no manager) it asks the model to choose a
-  view or say it has arrived. The Explorer asks the model whether the target is in a view (the
-  paper's MM-LLM check) and walks to the map's exploration points, or the view the model names
-  without a map. The Collector answers from the view it looks at and selects an action to
-  improve that view (the paper's Figure 8); turns re-ask in the same step, moves take a step,
-  KeepStill ends the plan. `collector=false`: one answer from the current view, no refinement.
+- Actors: the Navigator plans a path on the grid map to the navigation point by A* (the
+  paper's Section 4.3; cells where the agent has been cost more, so the path goes round them)
+  and walks the view nearest the path's bearing 10 m ahead (the paper's L^nav), never a view
+  that leads where it has been (taken from this node before, or the way back) while another
+  remains; when no remaining view makes progress (every one turns more than 90 degrees from the
+  path) the sub-task ends as near as the streets allow (the record's state says "closest").
+  Without a navigation point (landmark not on the map, or no manager), or with no path (the
+  point off the map: the record says "no path"), it asks the model to choose a view or say it
+  has arrived. The Explorer asks the model whether the target is in a view (the paper's MM-LLM
+  check) and walks to the map's exploration points as the Navigator walks (a point it cannot
+  come nearer is passed over), or to the view the model names without a map. The Collector
+  answers from the view it looks at and selects an action to improve that view (the paper's
+  Figure 8); turns re-ask in the same step (TurnLeft: the next view counter-clockwise within
+  180 degrees; none there: the answer stands), moves take a step, KeepStill ends the plan.
+  `collector=false`: one answer from the current view, no refinement.
+
+Ids: the planner's objects keep the planner's ids ("building_1"); the map's are prefixed "map_"
+("map_building_1"), and a planner id that starts with "map_" is renamed "plan_...", so no id names
+two things in one prompt.
+
+`subtask_steps` (the project's choice; the paper limits only the whole walk, navigation and
+exploration together to 50 steps, Section 5.1 "Implementation Details"): by default ("auto") a
+sub-task may use the steps left divided among the navigation and exploration sub-tasks left
+(recomputed when it starts), so the last one may use all that is left: a fixed 15 stopped
+landmark-goal episodes after 15 of 73 steps. An integer fixes the cap per sub-task.
 
 Families: on the questions family the episode ends with `answer(text)`. On families whose stop
 gives no answer (needs, landmark goals) the plan is Navigation and Exploration only: the
@@ -31,11 +49,22 @@ from typing import Any, Optional
 
 from cityseeker_ros.core.agents.policies.base import POLICIES
 from cityseeker_ros.core.agents.seeds.calls import Read, SeedAgent, decision_parser, system, user
-from cityseeker_ros.core.agents.seeds.grid_map import CARDINALS, GridMap, MapObject, direction_of
+from cityseeker_ros.core.agents.seeds.grid_map import CARDINALS, GridMap, MapObject
+from cityseeker_ros.core.agents.seeds.replies import (
+    ANSWER,
+    ReplySchema,
+    choice_enum,
+    enum_field,
+    flag_field,
+    list_field,
+    number_field,
+    object_field,
+    text_field,
+)
 from cityseeker_ros.core.agents.vlm.backend import GenerationRequest
-from cityseeker_ros.core.agents.vlm.parsing import parse_choice, parse_single, read_object
+from cityseeker_ros.core.agents.vlm.parsing import parse_single
 from cityseeker_ros.core.agents.vlm.prompts import compass_word, view_image, view_letter
-from cityseeker_ros.core.agents.vlm.schema import MAX_ANSWER_CHARS
+from cityseeker_ros.core.agents.vlm.schema import LETTERS
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.streets.geodesy import LocalFrame, circular_difference
 from cityseeker_ros.core.tasks.environment import STOP, Action, Observation, View, answer, move
@@ -51,6 +80,40 @@ _TURNS = {"turnleft": -1, "turnright": 1}
 _MOVES = {"moveforward": 0.0, "moveback": 180.0, "moveleft": -90.0, "moveright": 90.0}
 MAX_PLAN = 8
 MAX_OBJECTS = 40  # sightings read from one manager reply
+MAP_PREFIX = "map_"  # the map's ids; the planner's never start with it
+LOOKAHEAD_M = 10.0  # the paper's L^nav: the Navigator walks toward the path's point this far ahead
+AUTO = "auto"
+
+PLAN_REPLY = ReplySchema("PmaPlan", {
+    "objects": list_field(object_field({"id": text_field(), "class": text_field(), "name": text_field(),
+                                        "state": enum_field("Known", "Unknown")}, ("id",))),
+    "relationships": list_field(text_field()), "requirements": list_field(text_field()),
+    "plan": list_field(object_field({"type": enum_field("Navigation", "Exploration", "Collection"),
+                                     "landmark": text_field(), "direction": enum_field(*CARDINALS),
+                                     "target": text_field(), "requirement": text_field()}, ("type",)))},
+    ("plan",))
+ANSWER_REPLY = ReplySchema("PmaAnswer", {"answer": ANSWER}, ("answer",))
+COLLECT_REPLY = ReplySchema("PmaCollect", {"answer": ANSWER, "action": enum_field(*COLLECTOR_ACTIONS)},
+                            ("answer", "action"))
+
+
+def _letters_enum(n_views: int) -> dict[str, Any]:
+    return enum_field(*LETTERS[:max(n_views, 1)])
+
+
+def manager_reply(n_views: int) -> ReplySchema:
+    return ReplySchema("PmaSightings", {"objects": list_field(object_field(
+        {"view": _letters_enum(n_views), "class": text_field(), "name": text_field(), "distance_m": number_field(),
+         "width_m": number_field()}, ("view", "class", "distance_m")))}, ("objects",))
+
+
+def navigator_reply(n_views: int) -> ReplySchema:
+    return ReplySchema("PmaNavigate", {"thoughts": text_field(), "action": choice_enum(n_views)}, ("action",))
+
+
+def explorer_reply(n_views: int) -> ReplySchema:
+    return ReplySchema("PmaExplore", {"thoughts": text_field(), "found": flag_field(),
+                                      "action": _letters_enum(n_views)}, ("found", "action"))
 
 PLANNER_SYSTEM = (
     "You are the Planner of an embodied agent in a city. Before any action is taken, you parse the {label} and "
@@ -140,6 +203,7 @@ class SubTask:
     target: str = ""
     requirement: str = ""
     steps: int = 0  # steps spent on it
+    cap: Optional[int] = None  # the steps it may spend, set when it starts
 
     def words(self) -> str:
         d = self.direction or "any"
@@ -162,6 +226,10 @@ class _Episode:
     grid: Optional[GridMap] = None
     known: dict[str, str] = field(default_factory=dict)  # planner's id -> map object id
     visited: list[tuple[float, float]] = field(default_factory=list)  # exploration points reached
+    trail: list[tuple[float, float]] = field(default_factory=list)  # the positions the agent has stood at
+    taken: set[tuple[str, int]] = field(default_factory=set)  # (node, view index) moves already made
+    last_node: Optional[str] = None  # the node of the previous step
+    routes: list[dict[str, Any]] = field(default_factory=list)  # this step's walks: sub-task, point, path, outcome
     focus: Optional[float] = None  # the heading the collector looks along
     collected: list[str] = field(default_factory=list)  # Req_info: what the collector read
     reference: Optional[str] = None  # the collector's latest answer
@@ -182,13 +250,6 @@ def _number(value: Any, low: float, high: float) -> Optional[float]:
     return min(max(x, low), high) if math.isfinite(x) else None
 
 
-def _flag(value: Any) -> Optional[bool]:
-    if isinstance(value, bool):
-        return value
-    s = str(value).strip().lower()
-    return True if s in ("true", "yes", "1", "found") else False if s in ("false", "no", "0", "not found") else None
-
-
 def _safe(parse: Any) -> Any:
     """A parser that never raises: a bug in reading one reply costs that call, not the episode."""
     def guarded(text: str) -> Read[Any]:
@@ -199,21 +260,33 @@ def _safe(parse: Any) -> Any:
     return guarded
 
 
-def _answer_text(value: Any) -> Read[str]:
-    text = _text(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else str(value)
-    if not text:
+def _answer_of(schema: ReplySchema, text: str) -> Read[dict[str, Any]]:
+    """The schema's fields, refused when the answer is empty."""
+    read = schema.read(text)
+    if not read.ok or read.fields is None:
+        return Read(None, read.error or "no answer")
+    if not read.fields["answer"]:
         return Read(None, "the answer is empty")
-    if len(text) > MAX_ANSWER_CHARS:
-        return Read(None, f"the answer is {len(text)} characters long; give at most {MAX_ANSWER_CHARS}")
-    return Read(text)
+    return Read(read.fields)
+
+
+def turned_view(views: tuple[View, ...], view: View, side: int) -> Optional[View]:
+    """The next view to the left (side -1: counter-clockwise) or right (+1) of `view`: the one
+    the least turn away on that side, within 180 degrees; None when there is none on that side
+    (a view 181 degrees counter-clockwise is a right turn, not a left one)."""
+    turns = [((side * (v.heading - view.heading)) % 360.0, v.index, v) for v in views if v.index != view.index]
+    on_side = [t for t in turns if 0.0 < t[0] < 180.0]
+    return min(on_side, key=lambda t: (t[0], t[1]))[2] if on_side else None
 
 
 @POLICIES.register("pma")
 class PmaPolicy(SeedAgent):
     """CityEQA's Planner-Manager-Actor agent (docs/agents.md, "PMA"). Switches: `planner`,
     `manager`, `collector` (each true by default); `collect_steps` collector calls at most (the
-    paper allows 10); `arrive_m` the distance at which a navigation or exploration point counts
-    as reached; `map_size_m`, `map_resolution_m` the grid (400 m at 1 m)."""
+    paper allows 10); `subtask_steps` the steps one navigation or exploration sub-task may take
+    ("auto": its share of the steps left, see the module's docstring); `arrive_m` the distance at
+    which a navigation or exploration point counts as reached; `map_size_m`, `map_resolution_m`
+    the grid (400 m at 1 m)."""
 
     agent = "pma"
     version = VERSION
@@ -221,15 +294,19 @@ class PmaPolicy(SeedAgent):
     def __init__(self, backend: Optional[str] = None, model: Optional[str] = None,
                  backend_params: Optional[dict[str, Any]] = None, max_new_tokens: int = 512, fallback: str = "first",
                  planner: bool = True, manager: bool = True, collector: bool = True, collect_steps: int = 3,
-                 subtask_steps: int = 15, arrive_m: float = 10.0, map_size_m: float = 400.0,
-                 map_resolution_m: float = 1.0, *, backend_instance: Any = None) -> None:
-        super().__init__(backend, model, backend_params, max_new_tokens, fallback, backend_instance=backend_instance)
+                 subtask_steps: Any = AUTO, arrive_m: float = 10.0, map_size_m: float = 400.0,
+                 map_resolution_m: float = 1.0, json_schema: bool = True, *, backend_instance: Any = None) -> None:
+        super().__init__(backend, model, backend_params, max_new_tokens, fallback, json_schema,
+                         backend_instance=backend_instance)
         self.planner = self.switch("pma", "planner", planner)
         self.manager = self.switch("pma", "manager", manager)
         self.collector = self.switch("pma", "collector", collector)
         for name, value in (("collect_steps", collect_steps), ("subtask_steps", subtask_steps)):
+            if name == "subtask_steps" and value == AUTO:
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"pma policy: {name} must be an integer >= 1, got {value!r}")
+                extra = ' or "auto"' if name == "subtask_steps" else ""
+                raise ConfigError(f"pma policy: {name} must be an integer >= 1{extra}, got {value!r}")
         for name, value in (("arrive_m", arrive_m), ("map_size_m", map_size_m), ("map_resolution_m", map_resolution_m)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"pma policy: {name} must be a number > 0, got {value!r}")
@@ -245,7 +322,7 @@ class PmaPolicy(SeedAgent):
                 "map_size_m": self.map_size_m, "map_resolution_m": self.map_resolution_m}
 
     def start(self, episode: Episode) -> None:
-        self._s = _Episode(grid=GridMap(self.map_size_m, self.map_resolution_m) if self.manager else None)
+        self._s = _Episode(grid=GridMap(self.map_size_m, self.map_resolution_m, MAP_PREFIX) if self.manager else None)
         if self._s.grid is not None:
             self._s.known["agent"] = self._s.grid.add("agent", 0.0, 0.0, 1.0, label="start").id
 
@@ -253,6 +330,8 @@ class PmaPolicy(SeedAgent):
         s = self._s
         out: dict[str, Any] = {"plan": [t.words() for t in s.plan], "subtask": s.at,
                                "position": [round(v, 1) for v in s.position], "collected": list(s.collected)}
+        if s.routes:
+            out["navigator"] = [dict(r) for r in s.routes]
         if s.grid is not None:
             out["map"] = [o.describe() for o in s.grid.objects()]
             out["known"] = dict(s.known)
@@ -267,6 +346,16 @@ class PmaPolicy(SeedAgent):
             s.plan = self._make_plan()
         x, y = s.frame.to_xy(obs.lat, obs.lon)
         s.position = (round(float(x), 1) + 0.0, round(float(y), 1) + 0.0)  # + 0.0: never -0.0 ("0 m west")
+        s.routes = []
+        action = self._step(obs)
+        if action.index is not None:
+            s.taken.add((obs.node, action.index))
+        s.trail.append(s.position)
+        s.last_node = obs.node
+        return action
+
+    def _step(self, obs: Observation) -> Action:
+        s = self._s
         if self.manager and obs.views:
             self._perceive(obs)
         for _ in range(len(s.plan) + 1):  # process control: finished sub-tasks give way in this step
@@ -275,7 +364,9 @@ class PmaPolicy(SeedAgent):
                 return self._collect(obs, task)
             if task.kind in ("collection", "stop") or not obs.views:
                 return STOP
-            if task.steps >= self.subtask_steps or (s.at < len(s.plan) and self._finished(task)):
+            if task.cap is None:
+                task.cap = self._cap(obs)
+            if task.steps >= task.cap or (s.at < len(s.plan) and self._finished(task)):
                 s.at += 1
                 continue
             task.steps += 1
@@ -286,6 +377,14 @@ class PmaPolicy(SeedAgent):
             if action is not None:
                 return action
         return STOP
+
+    def _cap(self, obs: Observation) -> int:
+        """The steps the sub-task now starting may take: `subtask_steps`, or with "auto" its
+        share of the steps left among the navigation and exploration sub-tasks left."""
+        if self.subtask_steps != AUTO:
+            return int(self.subtask_steps)
+        left = sum(t.kind in ("navigation", "exploration") for t in self._s.plan[self._s.at:])
+        return max(1, obs.steps_left // max(left, 1))
 
     # --- planner -----------------------------------------------------------------------------------
 
@@ -317,7 +416,7 @@ class PmaPolicy(SeedAgent):
         request = GenerationRequest((system(prompt), user(f"{example}\n\n{forms.goal_label}: "
                                                           f"{self.episode.instruction}\nReply:")),
                                     self.max_new_tokens)
-        read = self.call("planner", request, _safe(self._read_plan))
+        read = self.call("planner", request, PLAN_REPLY, _safe(self._read_plan))
         if not read.ok:
             return self._default_plan()
         plan, objects = read.value
@@ -325,26 +424,22 @@ class PmaPolicy(SeedAgent):
         return plan
 
     def _read_plan(self, text: str) -> Read[tuple[list[SubTask], dict[str, dict[str, str]]]]:
-        read = read_object(text, ("plan",))
+        read = PLAN_REPLY.read(text)
         if not read.ok or read.fields is None:
             return Read(None, read.error or "no plan")
-        steps = read.fields.get("plan")
-        if not isinstance(steps, list):
-            return Read(None, "the plan is not a list of sub-tasks")
-        listed = read.fields.get("objects")
-        objects = {_text(o.get("id")): {"class": _text(o.get("class")).lower()[:40], "name": _text(o.get("name"))[:80]}
-                   for o in (listed if isinstance(listed, list) else []) if isinstance(o, dict) and _text(o.get("id"))}
+        steps = read.fields["plan"]
+        objects = {_planner_id(o["id"]): {"class": _text(o.get("class")).lower()[:40],
+                                          "name": _text(o.get("name"))[:80]}
+                   for o in read.fields.get("objects", []) if o["id"]}
         plan: list[SubTask] = []
         for item in steps[:MAX_PLAN]:
-            if not isinstance(item, dict):
-                continue
-            kind = _text(item.get("type")).lower()
-            direction = direction_of(_text(item.get("direction")))
-            landmark = _text(item.get("landmark")) or "agent"
+            kind = item["type"].lower()
+            direction = item.get("direction")
+            landmark = _planner_id(_text(item.get("landmark")) or "agent")
             if kind == "navigation" and direction:
                 plan.append(SubTask(kind, landmark, direction))
             elif kind == "exploration" and _text(item.get("target")):
-                plan.append(SubTask(kind, landmark, direction, _text(item.get("target"))))
+                plan.append(SubTask(kind, landmark, direction, _planner_id(_text(item.get("target")))))
             elif kind == "collection":
                 plan.append(SubTask(kind, requirement=_text(item.get("requirement")) or self.episode.instruction)
                             if self.answers else SubTask("stop"))
@@ -374,7 +469,8 @@ class PmaPolicy(SeedAgent):
     def _perceive(self, obs: Observation) -> None:
         request = GenerationRequest((system(MANAGER_SYSTEM), user(self._where(obs), *self._views(obs), MANAGER_TASK)),
                                     self.max_new_tokens)
-        read = self.call("manager", request, _safe(lambda text: self._read_sightings(text, len(obs.views))))
+        read = self.call("manager", request, manager_reply(len(obs.views)),
+                         _safe(lambda text: self._read_sightings(text, len(obs.views))))
         grid = self._s.grid
         assert grid is not None
         for index, cls, name, distance, width in read.value or []:
@@ -382,21 +478,15 @@ class PmaPolicy(SeedAgent):
 
     @staticmethod
     def _read_sightings(text: str, n_views: int) -> Read[list[tuple[int, str, str, float, float]]]:
-        read = read_object(text, ("objects",))
+        read = manager_reply(n_views).read(text)
         if not read.ok or read.fields is None:
             return Read(None, read.error or "no objects")
-        items = read.fields.get("objects")
-        if not isinstance(items, list):
-            return Read(None, "objects is not a list")
         seen = []
-        for item in items[:MAX_OBJECTS]:
-            if not isinstance(item, dict):
-                continue
-            letter = _text(item.get("view")).upper().removeprefix("VIEW").strip()
-            index = ord(letter) - ord("A") if len(letter) == 1 and letter.isalpha() else -1
-            distance = _number(item.get("distance_m", item.get("distance")), 1.0, 200.0)
-            width = _number(item.get("width_m", item.get("width", 10.0)), 1.0, 60.0) or 10.0
-            cls = _text(item.get("class")).lower()[:40]
+        for item in read.fields["objects"][:MAX_OBJECTS]:
+            index = LETTERS.index(item["view"])
+            distance = _number(item["distance_m"], 1.0, 200.0)
+            width = _number(item.get("width_m", 10.0), 1.0, 60.0) or 10.0
+            cls = item["class"].lower()[:40]
             if 0 <= index < n_views and distance is not None and cls:
                 seen.append((index, cls, _text(item.get("name"))[:80], distance, width))
         return Read(seen)
@@ -439,11 +529,40 @@ class PmaPolicy(SeedAgent):
         x, y = self._s.position
         return math.hypot(point[0] - x, point[1] - y)
 
-    def _toward(self, obs: Observation, point: tuple[float, float]) -> Action:
-        x, y = self._s.position
-        bearing, _ = xy_bearing_distance(point[0] - x, point[1] - y)
-        view = min(obs.views, key=lambda v: (abs(circular_difference(v.heading, bearing)), v.index))
+    def _toward(self, obs: Observation, task: SubTask, point: tuple[float, float]) -> Optional[Action]:
+        """A step along the A* path to `point` on the map (the paper's Navigator): the view
+        nearest the path's bearing LOOKAHEAD_M ahead, among the views that do not lead where the
+        agent has been (all of them when every one does). None when no path exists (the point is
+        off the map) or when no allowed view turns less than 90 degrees from the path: the agent
+        is as near as the streets allow. The step's state ("navigator") says which."""
+        s = self._s
+        x, y = s.position
+        route: dict[str, Any] = {"subtask": task.words(), "point": [round(point[0], 1), round(point[1], 1)]}
+        s.routes.append(route)
+        path = None
+        if s.grid is not None:
+            avoid = set().union(*(s.grid.cells_near(p, self.arrive_m / 2.0) for p in s.trail)) if s.trail else set()
+            path = s.grid.path(s.position, point, avoid - s.grid.cells_near(s.position, self.arrive_m / 2.0))
+        if path is None:
+            route["outcome"] = "no path"
+            return None
+        ahead = next((p for p in path if math.hypot(p[0] - x, p[1] - y) >= LOOKAHEAD_M), path[-1])
+        bearing, _ = xy_bearing_distance(ahead[0] - x, ahead[1] - y)
+        fresh = [v for v in obs.views if not self._been(obs, v)]
+        view = min(fresh or list(obs.views), key=lambda v: (abs(circular_difference(v.heading, bearing)), v.index))
+        route["path_m"] = round(sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in zip(path, path[1:])), 1)
+        if abs(circular_difference(view.heading, bearing)) >= 90.0:
+            route["outcome"] = "closest"
+            return None
+        route["outcome"] = "walk"
         return move(view.index)
+
+    def _been(self, obs: Observation, view: View) -> bool:
+        """Whether `view` leads where the agent has been: taken from this node before, or the way back."""
+        s = self._s
+        back = (s.last_node is not None and s.last_node != obs.node
+                and abs(circular_difference(view.heading, obs.facing + 180.0)) <= 30.0)
+        return back or (obs.node, view.index) in s.taken
 
     # --- actors ------------------------------------------------------------------------------------
 
@@ -452,6 +571,7 @@ class PmaPolicy(SeedAgent):
         head = [f"{family_of(self.episode).prompts.goal_label}: {self.episode.instruction}", self._where(obs)]
         if s.grid is not None:
             head.append(f"Your map (east and north of where you started):\n{s.grid.to_text()}")
+        head += self.context_lines()  # the supervisor's memory and map (BCR), beside the Manager's map
         return GenerationRequest((system(ACTOR_SYSTEM.format(role=role)),
                                   user("\n".join(head), *self._views(obs), task_text)), self.max_new_tokens)
 
@@ -461,11 +581,16 @@ class PmaPolicy(SeedAgent):
     def _navigate(self, obs: Observation, task: SubTask) -> Optional[Action]:
         point = self._nav_point(task)
         if point is not None:
-            return self._toward(obs, point)  # the paper's deterministic navigator: no call
+            step = self._toward(obs, task, point)  # the paper's deterministic navigator: no call
+            if step is not None:
+                return step
+            if self._s.routes[-1].get("outcome") == "closest":
+                self._s.at += 1  # as near as the streets allow: the next sub-task decides in this step
+                return None
         text = NAVIGATOR_TASK.format(subtask=task.words(), direction=task.direction,
                                      landmark=self._describe(task.landmark), letters=self._letters(obs))
         dirs = [v.relative.value for v in obs.views]
-        read = self.call("navigator", self._actor_request("Navigator", obs, text),
+        read = self.call("navigator", self._actor_request("Navigator", obs, text), navigator_reply(len(obs.views)),
                          decision_parser(lambda t: parse_single(t, len(obs.views), dirs)))
         if not read.ok:
             return self.fallback_action(obs)
@@ -479,9 +604,8 @@ class PmaPolicy(SeedAgent):
         text = EXPLORER_TASK.format(subtask=task.words(), direction=task.direction or "any",
                                     landmark=self._describe(task.landmark), target=self._describe(task.target),
                                     letters=self._letters(obs))
-        dirs = [v.relative.value for v in obs.views]
-        read = self.call("explorer", self._actor_request("Explorer", obs, text),
-                         _safe(lambda t: self._read_found(t, len(obs.views), dirs)))
+        read = self.call("explorer", self._actor_request("Explorer", obs, text), explorer_reply(len(obs.views)),
+                         _safe(lambda t: self._read_found(t, len(obs.views))))
         on_map = self._resolve(task.target) if task.target in s.objects else None
         if read.ok and read.value[0]:
             view = obs.views[read.value[1]]
@@ -497,22 +621,22 @@ class PmaPolicy(SeedAgent):
                 return None  # the collector looks along that view in this step
             return move(view.index)  # a place to reach: step into the view, then stop
         point = self._exploration_point(task)
-        if point is not None:
-            return self._toward(obs, point)
+        while point is not None:
+            step = self._toward(obs, task, point)
+            if step is not None:
+                return step
+            s.visited.append(point)  # unreachable from here, or as near as the streets allow: the next point
+            point = self._exploration_point(task)
         if not read.ok:
             return self.fallback_action(obs)
         return move(obs.views[read.value[1]].index)
 
     @staticmethod
-    def _read_found(text: str, n_views: int, dirs: list[str]) -> Read[tuple[bool, int]]:
-        fields = read_object(text, ("found",))
-        found = _flag(fields.fields.get("found")) if fields.ok and fields.fields is not None else None
-        if found is None:
-            return Read(None, fields.error or "found is not true or false")
-        choice = parse_choice(text, n_views, dirs)
-        if not choice.ok or choice.action_index is None:
-            return Read(None, choice.error or "no view")
-        return Read((found, choice.action_index))
+    def _read_found(text: str, n_views: int) -> Read[tuple[bool, int]]:
+        read = explorer_reply(n_views).read(text)
+        if not read.ok or read.fields is None:
+            return Read(None, read.error or "no reply")
+        return Read((read.fields["found"], LETTERS.index(read.fields["action"])))
 
     def _exploration_point(self, task: SubTask) -> Optional[tuple[float, float]]:
         """The nearest exploration point not yet reached on the landmark's side (None: no map,
@@ -555,7 +679,8 @@ class PmaPolicy(SeedAgent):
                                          user(*parts, f"{tasks}\nReply with this JSON object:\n{reply}")),
                                         self.max_new_tokens)
             s.collector_calls += 1
-            read = self.call("collector", request, _safe(lambda t, refine=refine: self._read_collect(t, refine)))
+            read = self.call("collector", request, COLLECT_REPLY if refine else ANSWER_REPLY,
+                             _safe(lambda t, refine=refine: self._read_collect(t, refine)))
             if read.ok:
                 said, act = read.value
                 s.reference = said
@@ -566,9 +691,12 @@ class PmaPolicy(SeedAgent):
                 act = "keepstill" if s.reference or not refine else "moveforward"
             if not refine or act == "keepstill":
                 return self._final(obs)
-            if act in _TURNS and view is not None and len(obs.views) > 1:
-                order = sorted(obs.views, key=lambda v: (v.heading, v.index))
-                s.focus = order[(order.index(view) + _TURNS[act]) % len(order)].heading
+            if act in _TURNS and view is not None:
+                turned = turned_view(obs.views, view, _TURNS[act])
+                if turned is None:  # nothing to see on that side: the answer stands
+                    s.routes.append({"subtask": task.words(), "collector": f"no view to turn to ({act})"})
+                    return self._final(obs)
+                s.focus = turned.heading
                 continue
             if view is None:
                 return self._final(obs)
@@ -585,18 +713,10 @@ class PmaPolicy(SeedAgent):
 
     @staticmethod
     def _read_collect(text: str, refine: bool) -> Read[tuple[str, str]]:
-        read = read_object(text, ("answer", "action") if refine else ("answer",))
-        if not read.ok or read.fields is None:
-            return Read(None, read.error or "no answer")
-        said = _answer_text(read.fields.get("answer"))
-        if not said.ok:
-            return Read(None, said.error)
-        if not refine:
-            return Read((said.value, "keepstill"))
-        act = _text(read.fields.get("action")).replace(" ", "").replace("_", "").lower()
-        if act not in {a.lower() for a in COLLECTOR_ACTIONS}:
-            return Read(None, f"the action {act!r} is not one of {', '.join(COLLECTOR_ACTIONS)}"[:300])
-        return Read((said.value, act))
+        read = _answer_of(COLLECT_REPLY if refine else ANSWER_REPLY, text)
+        if not read.ok or read.value is None:
+            return Read(None, read.error)
+        return Read((read.value["answer"], read.value["action"].lower() if refine else "keepstill"))
 
     def _final(self, obs: Observation) -> Action:
         """Answer Generation from Req_info (with the manager), else the collector's answer; with
@@ -607,10 +727,13 @@ class PmaPolicy(SeedAgent):
             request = GenerationRequest((system(ANSWERER_SYSTEM), user(
                 f"Question: {self.episode.instruction}\nCollected information:\n{info}\n"
                 'Reply with this JSON object:\n{"answer": "<your answer>"}')), self.max_new_tokens)
-            read = self.call("answerer", request, _safe(
-                lambda t: (lambda r: _answer_text(r.fields.get("answer")) if r.ok and r.fields is not None
-                           else Read(None, r.error or "no answer"))(read_object(t, ("answer",)))))
+            read = self.call("answerer", request, ANSWER_REPLY, _safe(lambda t: _answer_of(ANSWER_REPLY, t)))
             if read.ok:
-                return answer(read.value)
+                return answer(read.value["answer"])
         return answer(s.reference) if s.reference else STOP
 
+
+
+def _planner_id(oid: str) -> str:
+    """The planner's id, renamed when it could be taken for one of the map's ("map_...")."""
+    return f"plan_{oid}" if oid.startswith(MAP_PREFIX) else oid

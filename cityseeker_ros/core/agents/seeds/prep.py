@@ -31,13 +31,24 @@ import re
 from typing import Any, Optional
 
 from cityseeker_ros.core.agents.policies.base import POLICIES
-from cityseeker_ros.core.agents.seeds.calls import Read, SeedAgent, object_parser, system, user
+from cityseeker_ros.core.agents.seeds.calls import Read, SeedAgent, system, user
 from cityseeker_ros.core.agents.seeds.goal_inference import (
     Inference,
     Sighting,
     direction_from,
     infer_goal,
     reconcile,
+)
+from cityseeker_ros.core.agents.seeds.replies import (
+    ANSWER,
+    ReplySchema,
+    choice_enum,
+    enum_field,
+    flag_field,
+    list_field,
+    number_field,
+    object_field,
+    text_field,
 )
 from cityseeker_ros.core.agents.seeds.walk import (
     XY,
@@ -53,6 +64,7 @@ from cityseeker_ros.core.agents.seeds.walk import (
     xy_text,
 )
 from cityseeker_ros.core.agents.vlm.backend import GenerationRequest
+from cityseeker_ros.core.agents.vlm.parsing import read_object
 from cityseeker_ros.core.agents.vlm.prompts import view_letter
 from cityseeker_ros.core.tasks.environment import Action, Observation
 from cityseeker_ros.core.tasks.episode import Episode
@@ -65,6 +77,24 @@ PLAN_FORMAT = ('Reply with one JSON object: {"current_state": "Step <n>", "yes_o
                '"new_plan": ["1. ...", "2. ..."], "action_reason": "...", "action": "<one of the choices>"')
 ACTION_FORMAT = '{"action_reason": "...", "action": "<one of the choices>"'
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+SIGHTINGS = ReplySchema("PrepSightings", {"landmarks": list_field(object_field(
+    {"name": text_field(), "visible": flag_field(), "distance_m": number_field()}, ("name",)))}, ("landmarks",))
+DESCRIPTION = ReplySchema("PrepDescription", {"description": text_field()}, ("description",))
+SUMMARY = ReplySchema("PrepSummary", {"summary": text_field()}, ("summary",))
+GOAL = ReplySchema("PrepGoal", {"Thought_Q1": text_field(), "Answer_Q1": list_field(number_field()),
+                                "Thought_Q2": text_field(), "Answer_Q2": text_field()}, ())
+
+
+def plan_schema(n_views: int, planning: bool, answers: bool) -> ReplySchema:
+    """The planning call's reply: the paper's plan fields (G.1) with `planning`, else the action alone (G.4)."""
+    fields: dict[str, Any] = {}
+    if planning:
+        fields |= {"current_state": text_field(), "yes_or_no": enum_field("Yes", "No"),
+                   "new_plan": list_field(text_field())}
+    fields |= {"action_reason": text_field(), "action": choice_enum(n_views)}
+    if answers:
+        fields["answer"] = ANSWER
+    return ReplySchema("PrepPlan" if planning else "PrepAction", fields, ("action",))
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 
 
@@ -86,6 +116,17 @@ def _coordinates(value: Any) -> Optional[XY]:
     return None
 
 
+def _goal_reader(text: str) -> Read[XY]:
+    """The reflection's Answer_Q1 as (x, y): [x, y], {"x":, "y":} or "(56, -26)" (the schema asks
+    for [x, y]; a free-text reply may write it any of these ways)."""
+    found = GOAL.read(text)
+    raw = read_object(text, ("answer_q1",))
+    said = _coordinates(raw.fields.get("answer_q1")) if raw.ok and raw.fields is not None else None
+    if said is None:
+        return Read(None, found.error or "Answer_Q1 holds no coordinates")
+    return Read(said)
+
+
 def _plan(value: Any) -> Optional[list[str]]:
     if isinstance(value, str) and value.strip():
         return [value.strip()[:500]]
@@ -98,7 +139,7 @@ def _plan(value: Any) -> Optional[list[str]]:
 class PrepAgent(SeedAgent):
     """PReP: perception per view, reflection (memory and goal inferences), planning.
 
-    Switches (the paper's ablation, Table 2): `reflection` false drops the memory and goal
+    Switches (the paper's ablation, Table 1): `reflection` false drops the memory and goal
     calls (G.3: the planner sees only this step's inference); `planning` false drops the plan
     (G.4: the action alone); both false is "plain PReP" (G.2). Other parameters: those of every
     seed agent (calls.SeedAgent).
@@ -175,13 +216,13 @@ class PrepAgent(SeedAgent):
                         "If it is visible: How far is that place away from the camera?\nReply with one JSON object: "
                         '{"landmarks": [{"name": "<landmark>", "visible": true, "distance_m": <metres>}]}, listing '
                         "only the landmarks that are visible (an empty list if none).")
-                read = self.call("perception", self._request(text, image), object_parser("landmarks"))
+                read = self.call("perception", self._request(text, image), SIGHTINGS)
                 sightings += self._sightings(read, here, view.heading)
             else:
                 text = (f"{where}\nQ: Describe what you see in the image: the kind of street, the shops, signs and "
                         'landmarks.\nReply with one JSON object: {"description": "..."}')
-                read = self.call("perception", self._request(text, image), object_parser("description"))
-                if read.ok and isinstance(read.value.get("description"), str):
+                read = self.call("perception", self._request(text, image), DESCRIPTION)
+                if read.ok:
                     self.descriptions[view_letter(k)] = read.value["description"].strip()[:500]
         self._step["sightings"] = [[s.landmark, round(s.bearing_deg), round(s.distance_m)] for s in sightings]
         goal = infer_goal(sightings, self.goal_relations, self.landmark_relations) if sightings else None
@@ -197,15 +238,11 @@ class PrepAgent(SeedAgent):
         by_name = {name.lower(): lm for lm, name in self.landmarks.items()} | {lm.lower(): lm for lm in self.landmarks}
         out = []
         for item in read.value["landmarks"]:
-            if not isinstance(item, dict) or item.get("visible") in (False, "no", "No", "false"):
+            if item.get("visible") is False:
                 continue
-            lm = by_name.get(str(item.get("name", "")).strip().lower())
-            distance = item.get("distance_m", item.get("distance"))
-            if isinstance(distance, str):
-                numbers = _NUMBER.findall(distance)
-                distance = float(numbers[0]) if numbers else None
-            if lm is None or not isinstance(distance, (int, float)) or isinstance(distance, bool) or \
-                    not 0 < distance < 100_000:
+            lm = by_name.get(item["name"].lower())
+            distance = item.get("distance_m")
+            if lm is None or distance is None or not 0 < distance < 100_000:
                 continue
             out.append(Sighting(lm, here, heading, float(distance)))
         return out
@@ -217,8 +254,8 @@ class PrepAgent(SeedAgent):
             listing = "\n".join(f"{k + 1}. {m}" for k, m in enumerate(self.memory))
             text = (f"Q: Here is your memory list in time sequence.\n{listing}\nSummarize all your memory, what can "
                     'you learn from it?\nReply with one JSON object: {"summary": "..."}')
-            read = self.call("memory", self._request(text), object_parser("summary"))
-            if read.ok and isinstance(read.value.get("summary"), str):
+            read = self.call("memory", self._request(text), SUMMARY)
+            if read.ok:
                 self.summary = read.value["summary"].strip()[:2000]
         if not self.inferences:
             return
@@ -232,8 +269,8 @@ class PrepAgent(SeedAgent):
                 "are the goal coordinates most likely to be? What is the corresponding goal direction from current "
                 'position?\nReply with one JSON object: {"Thought_Q1": "...", "Answer_Q1": [x, y], '
                 '"Thought_Q2": "...", "Answer_Q2": "..."}')
-        read = self.call("reflection", self._request(text), object_parser("answer_q1"))
-        said = _coordinates(read.value.get("answer_q1")) if read.ok else None
+        read = self.call("reflection", self._request(text), GOAL, _goal_reader)
+        said = read.value
         self.goal = said if said is not None else calculated
         self._step["goal_by"] = "model" if said is not None else "calculator"
         self._step["kept_inferences"] = len(kept)
@@ -260,6 +297,7 @@ class PrepAgent(SeedAgent):
             parts.append(f"Now you infer that the goal is in {direction_from(here, current.goal).phrase()}.")
         if self.reflection and self.summary:
             parts.append(self.summary)
+        parts += self.context_lines()  # the supervisor's memory and map, beside the agent's own (BCR)
         if self.planning:
             label = "The plan is" if self.reflection else "The last plan is"
             parts.append(f"{label} {self.plan}. Which step of the plan are you currently implementing? According to "
@@ -272,13 +310,14 @@ class PrepAgent(SeedAgent):
         parts.append((PLAN_FORMAT if self.planning else "Reply with one JSON object: " + ACTION_FORMAT) + answer + "}")
         text = "\n".join(parts)
         parse = choice_parser(obs, forms.answers)
+        schema = plan_schema(len(obs.views), self.planning, forms.answers)
 
         def plan_and_choice(reply: str) -> Read[Any]:
             choice = parse(reply)
-            fields = object_parser("new_plan", "current_state")(reply).value if self.planning else None
+            fields = schema.read(reply).fields if self.planning else None
             return Read((choice.value, fields), choice.error)
 
-        read = self.call("planning", self._request(text), plan_and_choice)
+        read = self.call("planning", self._request(text), schema, plan_and_choice)
         parsed, fields = read.value if read.value is not None else (None, None)
         if fields:
             new_plan = _plan(fields.get("new_plan"))

@@ -15,10 +15,15 @@ options grouped Left/Front/Right/Back, plus STOP). They differ in memory:
 Switches: `cot` asks for the reasoning first ("reasoning": progress estimate, further analysis,
 prediction; VLN-MME's <Reasoning>); `reflection` asks after the action for a "reflection" and a
 "final_decision", keep or revise; on revise a second call ("replan") shows the model its reply
-and asks for the action again (VLN-MME: "the agent replans rather than moving").
-Replies are JSON objects read by parsing.parse_single (VLN-MME reads an `Action:` line); an
-unreadable action is a counted fallback (the policy's `fallback`), an unreadable replan keeps
-the first choice.
+and asks for the action again (VLN-MME appendix D.4: "the agent replans rather than moving";
+its D.8 only logs the reflection: the code follows D.4). Whether to replan is read from the
+structured field `final_decision` (the enum keep/revise of the call's reply schema), never from
+words elsewhere in the reply: "Keep: no change needed" keeps; an unreadable field keeps and is
+noted in the step's state (`final_decision: "unread"`).
+Replies are JSON objects (replies.py declares them; the action read by parsing.parse_single,
+where VLN-MME reads an `Action:` line); an unreadable action is a counted fallback (the
+policy's `fallback`), an unreadable replan keeps the first choice. The supervisor's context
+(BCR strategies) goes into the History field, the paper's place for what the agent remembers.
 """
 from __future__ import annotations
 
@@ -26,7 +31,8 @@ import json
 from typing import Any, ClassVar, Optional
 
 from cityseeker_ros.core.agents.policies.base import POLICIES
-from cityseeker_ros.core.agents.seeds.calls import Read, SeedAgent, object_parser, system, user
+from cityseeker_ros.core.agents.seeds.calls import Read, SeedAgent, system, user
+from cityseeker_ros.core.agents.seeds.replies import ANSWER, ReplySchema, choice_enum, enum_field, text_field
 from cityseeker_ros.core.agents.seeds.walk import (
     Walk,
     action_of,
@@ -50,7 +56,20 @@ _GROUPS = {RelativeDirection.FRONT: "Front", RelativeDirection.FRONT_LEFT: "Fron
            RelativeDirection.FRONT_RIGHT: "Front", RelativeDirection.LEFT: "Left", RelativeDirection.RIGHT: "Right",
            RelativeDirection.BACK: "Back", RelativeDirection.BACK_LEFT: "Back", RelativeDirection.BACK_RIGHT: "Back"}
 STOP_TEXT = "Have reached the destination and stop here."
-REVISE = ("revis", "replan", "change", "unsound")
+DECISIONS = ("keep", "revise")
+
+
+def reply_schema(n_views: int, cot: bool, reflection: bool, answers: bool) -> ReplySchema:
+    """The action call's reply (and, without the reflection fields, the replan's)."""
+    fields: dict[str, Any] = {}
+    if cot:
+        fields["reasoning"] = text_field()
+    fields |= {"action": choice_enum(n_views), "description": text_field()}
+    if reflection:
+        fields |= {"reflection": text_field(), "final_decision": enum_field(*DECISIONS)}
+    if answers:
+        fields["answer"] = ANSWER
+    return ReplySchema("VlnMmeReflectedAction" if reflection else "VlnMmeAction", fields, ("action",))
 
 
 def _system(forms: Any, memory: str, cot: bool, reflection: bool) -> str:
@@ -126,23 +145,29 @@ class VlnMmeAgent(SeedAgent):
         forms = forms_of(getattr(self, "episode", None))
         messages = (system(_system(forms, self.memory, self.cot, self.reflection)), self.navigation(obs))
         parse = choice_parser(obs, forms.answers)
+        n = len(obs.views)
 
-        def with_fields(reply: str) -> Read[Any]:
-            choice = parse(reply)
-            return Read((choice.value, object_parser("description", "final_decision", "reflection")(reply).value),
-                        choice.error)
+        def reader(schema: ReplySchema) -> Any:
+            def with_fields(reply: str) -> Read[Any]:
+                choice = parse(reply)
+                return Read((choice.value, schema.read(reply).fields), choice.error)
+            return with_fields
 
-        read = self.call("action", GenerationRequest(messages, self.max_new_tokens), with_fields)
+        first = reply_schema(n, self.cot, self.reflection, forms.answers)
+        read = self.call("action", GenerationRequest(messages, self.max_new_tokens), first, reader(first))
         parsed, fields = read.value if read.value is not None else (None, None)
         fields = fields or {}
-        if self.reflection and any(w in str(fields.get("final_decision", "")).lower() for w in REVISE):
+        if self.reflection:
+            self._step["final_decision"] = fields.get("final_decision", "unread")
+        if self.reflection and fields.get("final_decision") == "revise":
             self._step["revised"] = True
             reply = self._log.calls[-1].raw
             again = messages + (Message("assistant", (reply,)),
                                 user("Your reflection found the decision unsound, so replan rather than move: choose "
                                      "the best next action again. Return the result in the exact format specified "
                                      'above, without "reflection" and "final_decision".'))
-            second = self.call("replan", GenerationRequest(again, self.max_new_tokens), with_fields)
+            replan = reply_schema(n, self.cot, False, forms.answers)
+            second = self.call("replan", GenerationRequest(again, self.max_new_tokens), replan, reader(replan))
             if second.value is not None and second.value[0] is not None:
                 parsed, fields = second.value[0], second.value[1] or {}
         action = action_of(parsed, obs) if parsed is not None else self.fallback_action(obs)
@@ -188,7 +213,7 @@ class VlnMmeAgent(SeedAgent):
         options[STOP_WORD] = STOP_TEXT
         forms = forms_of(getattr(self, "episode", None))
         text = [f"Instruction: {forms.goal_label}: {obs.instruction}",
-                f"History: {self.history_text(obs)}",
+                f"History: {self.history_text(obs)}", *self.context_lines(),
                 f"Current heading: {obs.facing % 360:.2f}°"]
         text += self.map_lines(obs)
         text += [f"Action options: {json.dumps(options, ensure_ascii=False, indent=2)}",

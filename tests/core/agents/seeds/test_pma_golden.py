@@ -19,8 +19,10 @@ from tests.core.agents.seeds.pma_support import bakery_episode, good_reply, ques
 from tests.core.agents.vlm.canned_server import MODEL, CannedServer
 
 GOLDEN = Path(__file__).parent / "fixtures" / "pma_question.json"
-ORDER = ["planner", "manager", "explorer", "manager", "explorer", "manager", "explorer", "manager", "explorer",
-         "collector", "collector", "answerer"]
+# The first exploration's share of the 10 steps is 2 ("auto" subtask_steps: 8 steps left among three
+# sub-tasks), so the navigation walks step 2 without a call; the bakery is found at step 3.
+ORDER = ["planner", "manager", "explorer", "manager", "explorer", "manager", "manager", "explorer",
+         "collector", "answerer"]
 
 
 def _completion(role: str, n: int) -> dict:
@@ -47,7 +49,8 @@ def _requests(server: CannedServer) -> list[dict]:
         body = post["body"]
         messages = [{"role": m["role"], "content": [_shown(p) for p in m["content"]] if isinstance(m["content"], list)
                      else m["content"]} for m in body["messages"]]
-        out.append({"messages": messages, "max_tokens": body.get("max_tokens")})
+        out.append({"messages": messages, "max_tokens": body.get("max_tokens"),
+                    "response_format": body.get("response_format")})
     return out
 
 
@@ -71,6 +74,7 @@ def test_a_question_episode_sends_the_golden_requests(server, tmp_path, monkeypa
                                                                                  max_new_tokens=64))
     finally:
         backend.close()
+    assert [c["role"] for d in record["decisions"] for c in d["calls"]] == ORDER
     assert record["end_reason"] == "answered" and record["answer"] == "Panificio Bruno"
     sent = _requests(server)
     assert [c["role"] for d in record["decisions"] for c in d["calls"]] == ORDER
@@ -79,5 +83,6 @@ def test_a_question_episode_sends_the_golden_requests(server, tmp_path, monkeypa
         GOLDEN.write_text(json.dumps({"requests": sent}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     golden = json.loads(GOLDEN.read_text(encoding="utf-8"))["requests"]
     assert len(sent) == len(golden)
+    assert all(r["response_format"]["type"] == "json_schema" for r in sent)  # every call declares its reply
     for i, (got, want) in enumerate(zip(sent, golden)):
         assert got == want, f"request {i} ({ORDER[i]}) differs from {GOLDEN.name}"

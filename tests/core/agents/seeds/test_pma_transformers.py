@@ -83,5 +83,5 @@ def test_a_question_is_answered_through_the_real_request_path(tiny_qwen, qworld)
                  PmaPolicy(backend_instance=Readable(tiny_qwen), max_new_tokens=4))
     assert record["end_reason"] == "answered" and record["answer"] == "Panificio Bruno"
     roles = [c["role"] for d in record["decisions"] for c in d["calls"]]
-    assert roles[-3:] == ["collector", "collector", "answerer"]
+    assert roles[-2:] == ["collector", "answerer"]  # the high street has no view right of north to turn to
     assert record["decisions"][0]["tokens_in"] > 100  # the planner's text and the manager's images

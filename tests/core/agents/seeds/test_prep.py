@@ -86,3 +86,16 @@ def test_the_planner_reads_no_images_and_perception_one_each(gridtown):
     for role, request in backend.requests:
         assert len(request.images) == (1 if role == "perception" else 0)
     json.dumps([texts(r) for _, r in backend.requests])
+
+
+def test_docs_count_the_calls_the_agent_makes_on_landmark_goals(gridtown):
+    """docs/agents.md says k + 3 calls per step on landmark goals once a goal estimate exists (it
+    once said k + 2), and k + 2 at the first step."""
+    from pathlib import Path
+
+    record = run(gridtown, make_policy("prep", backend_instance=ByRole()), max_steps=2)
+    first, second = record["decisions"]
+    k = [len([c for c in d["calls"] if c["role"] == "perception"]) for d in (first, second)]
+    assert first["calls_n"] == k[0] + 2 and second["calls_n"] == k[1] + 3
+    docs = (Path(__file__).parents[4] / "docs" / "agents.md").read_text(encoding="utf-8")
+    assert "on landmark goals k + 3 once a goal estimate exists" in docs and "(k + 2 at the first step" in docs

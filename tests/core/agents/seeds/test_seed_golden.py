@@ -51,8 +51,10 @@ def _placeholders(messages: list[dict]) -> list[dict]:
     return out
 
 
+@pytest.mark.parametrize("json_schema", [True, False])
 @pytest.mark.parametrize("agent", sorted(CASES))
-def test_a_run_sends_the_golden_messages(tmp_path, monkeypatch, agent):
+def test_a_run_sends_the_golden_messages(tmp_path, monkeypatch, agent, json_schema):
+    """The same messages with the reply schemas sent and without (the papers' free-text protocol)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setattr(canned_server, "good_reply", _answer)
     family, params = CASES[agent]
@@ -60,12 +62,16 @@ def test_a_run_sends_the_golden_messages(tmp_path, monkeypatch, agent):
     server = CannedServer()
     try:
         backend = vlm_backend.make_backend("openai", model=MODEL, base_url=server.url, timeout_s=5)
-        record = run(world, make_policy(agent, backend_instance=backend, **params), max_steps=2)
+        record = run(world, make_policy(agent, backend_instance=backend, json_schema=json_schema, **params),
+                     max_steps=2)
         posts = server.posts()
     finally:
         server.close()
     assert "error" not in record and not any(d["fallback"] for d in record["decisions"])
     sent = [_placeholders(p["body"]["messages"]) for p in posts]
+    formats = [p["body"].get("response_format") for p in posts]
+    assert all(f is not None and f["type"] == "json_schema" for f in formats) if json_schema else \
+        all(f is None for f in formats)
     assert len(sent) == sum(d["calls_n"] for d in record["decisions"])
     assert all(c["tokens_in"] == 11 and c["tokens_out"] == 3 for d in record["decisions"] for c in d["calls"])
     path = FIXTURES / f"{agent}_golden.json"

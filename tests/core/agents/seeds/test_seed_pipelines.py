@@ -44,16 +44,27 @@ def test_an_ablation_crosses_the_seed_agents_with_strategies(tiny_city, server, 
     config = ablation.AblationConfig(
         data=str(tiny_city), limit=1, max_steps=3,
         policies=[{"label": name, "policy": name, "params": params(server)} for name in ("navgpt", "mapgpt", "prep")],
-        cells=ablation.cells_from("baseline,B1"))
+        cells=ablation.cells_from("baseline,R3"))
     doc = ablation.run_ablation(config, tmp_path / "ablate", progress=False)
     assert set(doc["results"]) == {"navgpt", "mapgpt", "prep"}
     for label, cells in doc["results"].items():
-        assert set(cells) == {"baseline", "B1"}
-        records = [json.loads(x) for x in (Path(cells["B1"]["path"]) / "episodes.jsonl").read_text().splitlines()]
+        assert set(cells) == {"baseline", "R3"}
+        records = [json.loads(x) for x in (Path(cells["R3"]["path"]) / "episodes.jsonl").read_text().splitlines()]
         assert records and all(d["agent"] == label for r in records for d in r["decisions"])
-        assert records[0]["supervisor"]["strategies"]  # B1 ran around the agent
+        assert records[0]["supervisor"]["strategies"]  # R3 ran around the agent
     table = ablation.ablation_tables(doc)[0]
     assert [row[0] for row in table.rows] == ["navgpt", "navgpt", "mapgpt", "mapgpt", "prep", "prep"]
+
+
+def test_an_ablation_with_a_strategy_a_seed_agent_cannot_use_is_refused(tiny_city, server, tmp_path):
+    from cityseeker_ros.core.infra.errors import ConfigError
+
+    config = ablation.AblationConfig(
+        data=str(tiny_city), limit=1, max_steps=3,
+        policies=[{"label": "prep", "policy": "prep", "params": params(server)}],
+        cells=ablation.cells_from("baseline,B1"))
+    with pytest.raises(ConfigError, match="strategy B1 acts on the policy's confidence, which policy prep"):
+        ablation.run_ablation(config, tmp_path / "ablate", progress=False)
 
 
 def test_the_ray_executor_writes_the_serial_records_of_a_seed_agent(tiny_city, server, tmp_path):

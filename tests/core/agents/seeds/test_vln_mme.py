@@ -100,3 +100,26 @@ def test_a_question_is_answered_by_the_stop(tmp_path, agent):
     assert record["decisions"][-1]["decision"] == {"action": None, "answer": "Panificio Bruno"}
     choosing = [r for role, r in backend.requests if role in ("action", "planning")][0]
     assert '"answer": "<your answer when you stop, else empty>"' in texts(choosing)
+
+
+@pytest.mark.parametrize("agent", ["navgpt", "mapgpt"])
+@pytest.mark.parametrize("said, noted", [("Keep: no change needed", "keep"), ("keep, this is sound", "keep"),
+                                         ("Keep. No revision or change needed.", "keep"), ("keep", "keep"),
+                                         ("revised: the move is unsound", "revise"), ("REVISE", "revise"),
+                                         ("maybe", "unread"), ("keep or revise", "unread")])
+def test_the_replan_is_decided_by_the_final_decision_field_alone(tiny, agent, said, noted):
+    """Words such as "change" or "unsound" elsewhere never replan; an unreadable or two-way
+    final_decision keeps the choice and is noted as unread."""
+    def reply(request):
+        if role_of(request) == "replan":
+            return json.dumps({"action": "A", "description": "on"})
+        return json.dumps({"action": "A", "description": "on", "reflection": "no change, nothing unsound",
+                           "final_decision": said})
+
+    backend = ByRole(reply)
+    record = run(tiny, make_policy(agent, backend_instance=backend, reflection=True, max_new_tokens=64),
+                 max_steps=4)
+    steps, replans = len(record["decisions"]), noted == "revise"
+    assert backend.roles() == (["action", "replan"] if replans else ["action"]) * steps
+    assert [d["state"]["final_decision"] for d in record["decisions"]] == [noted] * steps
+    assert record["decisions"][0]["state"].get("revised", False) is replans
