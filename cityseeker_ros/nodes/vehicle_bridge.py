@@ -364,14 +364,10 @@ class VehicleBridgeNode(Node):
         return response
 
     def _on_take_control(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if not self._bridge.take_control():
-            response.success, response.message = False, ("not taken: the link is down or the vehicle did not "
-                                                         "confirm the hold; the pilot keeps it. Take control again "
-                                                         "once the link is back")
-            return response
-        if self._monitor is not None:
+        taken = self._bridge.take_control()
+        if taken and self._monitor is not None:
             self._monitor.mark("operator_take_control", "~/take_control")
-        response.success, response.message = True, "the stack has control; holding until a new decision"
+        response.success, response.message = taken, self._bridge.control_note
         return response
 
     def _on_terminate(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

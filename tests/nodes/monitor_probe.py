@@ -22,7 +22,9 @@ from std_srvs.srv import Trigger
 
 from cityseeker_interfaces.msg import MotionCommand
 from cityseeker_ros.core.streets.geodesy import destination
+from cityseeker_ros.core.vehicles.authority import State
 from cityseeker_ros.core.vehicles.bridge import BridgeStatus
+from cityseeker_ros.core.vehicles.link import PilotOverride
 from cityseeker_ros.nodes.vehicle_bridge import VehicleBridgeNode
 from tests.core.vehicles.test_bridge import wait_for
 
@@ -84,7 +86,9 @@ def main() -> None:
         hold = MotionCommand(type=MotionCommand.HOLD, reason="probe: the Seek ended")
         hold.header.stamp = msg.header.stamp
         node._on_command(hold)
-        node._on_take_control(Trigger.Request(), Trigger.Response())
+        node._bridge._pilot_says(PilotOverride("probe: a pilot switched modes"))  # as a link raises it
+        wait_for(lambda: node._bridge.authority.state is State.PILOT, 3.0)
+        report["take_control"] = node._on_take_control(Trigger.Request(), Trigger.Response()).success
         node._on_estop(Bool(data=True))
         real_status = node._bridge.status
         for code, n in (("ok", 2), ("link_error", 3), ("ok", 2)):  # a link lost and back

@@ -52,6 +52,7 @@ def test_a_violation_trips_the_estop_and_shows_in_the_log_diagnostics_topic_and_
     assert status["values"]["last_rule"] in {"inside_fence", "no_motion_after_hold"}, status
 
     # each MotionCommand is a decision, a HOLD also a session's end; the operator's and the link's markers
+    assert report["take_control"] is True  # it ended the pilot's takeover the probe reported
     assert report["markers"] == {"decision goal": 1, "decision hold": 1, "marker session_end": 1,
                                  "marker operator_take_control": 1, "marker estop_trip": 2,
                                  "marker link_lost": 1, "marker link_back": 1}, report["markers"]

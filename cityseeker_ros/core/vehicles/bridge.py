@@ -199,6 +199,9 @@ class VehicleBridge:
         self.on_event: Optional[Callable[[str], None]] = None
         self.events: list[tuple[float, str]] = []  # (monotonic, line)
         self.takeoff_timeout_s = 30.0
+        self._closing = False
+        self.control_note = ""  # what the last take_control() did, in words (the node answers with it)
+        link.set_owner_gate(self._link_may_move)
         self._threads = [threading.Thread(target=target, name=f"vehicle-{name}", daemon=True)
                          for name, target in (("safety", self._safety_loop), ("motion", self._motion_loop),
                                               ("telemetry", self._telemetry_loop), ("connect", self._connect_loop))]
@@ -213,6 +216,8 @@ class VehicleBridge:
     def close(self, join_s: float = 1.0) -> None:
         """End in the end action (a hold by default: the vehicle is never left in the control mode
         for the autopilot's offboard-loss failsafe to handle), then stop the threads and close the link."""
+        self._closing = True  # the link's own threads send nothing that moves from now on,
+        self.door.close()  # nor does a motion call under way: the end's hold is the last word
         if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
             try:
                 if self._connected and self._lost_reason_now() is None:
@@ -223,7 +228,6 @@ class VehicleBridge:
             finally:
                 self._tick_lock.release()
         self._stop.set()
-        self.door.close()
         self._wake.set()
         with self._job_cv:
             self._job = None
@@ -302,19 +306,23 @@ class VehicleBridge:
 
     def take_control(self) -> bool:
         """An operator gives the stack control back after a pilot took it (the only way back).
-        The vehicle holds until a decision newer than this arrives. Refused (False, nothing done)
-        while the link is down: the operator cannot see who has the vehicle then, and a request
-        kept for later would act on a vehicle the pilot may have taken again meanwhile.
+        The vehicle holds until a decision newer than this arrives. True only when it ended a pilot's
+        takeover the bridge had reported and the vehicle confirmed the hold; `control_note` says why
+        not otherwise:
 
-        True only once the vehicle confirmed the hold that ends the pilot's mode. A radio that
-        dropped less than the link's loss time ago is not seen yet: the request is taken, its hold
-        never arrives, and the pilot still has the vehicle (the soak's `ends_in_hold` finding: the
-        operator was told yes, the monitor then required an end hold the bridge rightly never sent
-        to a vehicle in the pilot's mode). A request the safety thread could not apply in time is
-        dropped, not kept for later."""
+        - no takeover reported (`pilot`): nothing to give back. An operator who presses 2 ms after a
+          pilot's switch the bridge has not yet seen cannot have meant to end it (the ArduPilot soak:
+          the press was told yes, and the monitor took it for the end of the takeover);
+        - the link is down: the operator cannot see who has the vehicle then, and a request kept for
+          later would act on a vehicle the pilot may have taken again meanwhile;
+        - the hold was not confirmed: a radio that dropped less than the link's loss time ago is not
+          seen yet, the hold never arrives and the pilot still has the vehicle (the PX4 soak);
+        - the safety thread could not apply it in time: dropped, not kept for later."""
         if self._lost_reason_now() is not None:
-            return False
+            return self._not_taken("the link is down: take control again once it is back")
         with self._gate_lock, self._lock:
+            if self.authority.state is not State.PILOT:
+                return self._not_taken(f"no pilot takeover to end: the stack is {self.authority.state.value}")
             self._take_requested = self.authority.heard
         if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
             try:
@@ -325,12 +333,17 @@ class VehicleBridge:
             with self._lock:
                 unapplied, self._take_requested = self._take_requested is not None, None
             if unapplied or not self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
-                return False
+                return self._not_taken("the safety thread did not answer in time; the pilot keeps the vehicle")
             self._tick_lock.release()  # a tick was applying it: its stop has been sent
-        state = self.authority.state
-        if state in (State.PILOT, State.DISCONNECTED):
-            return False
-        return state in MOVING_STATES or self._stop_confirmed is not None
+        if self.authority.state in (State.PILOT, State.DISCONNECTED) or self._stop_confirmed is None:
+            return self._not_taken("the vehicle did not confirm the hold (the link may be down); the pilot "
+                                   "keeps the vehicle: take control again once the link is back")
+        self.control_note = "the stack has control; holding until a new decision"
+        return True
+
+    def _not_taken(self, why: str) -> bool:
+        self.control_note = f"not taken: {why}"
+        return False
 
     def _request(self, name: str) -> None:
         with self._gate_lock, self._lock:
@@ -704,6 +717,16 @@ class VehicleBridge:
         self.holds += 1
         self.stops.append(send.value)
 
+    def _link_may_move(self) -> bool:
+        """The owner's gate a link asks right before each message that moves the vehicle, on its own
+        threads too (MAVLink's setpoint stream, which the door does not govern). A stop decided (an
+        e-stop trip, a Seek's end, an RTL, a close) refuses at once, before its hold is scheduled: under
+        load the hold's thread may wait a third of a second for a core (found by the PX4 soak). Plain
+        reads, no lock: the link asks under its own lock."""
+        return (self.authority.state in MOVING_STATES and not self._closing and not self.gate.estop.latched
+                and self._estop_trips == self._estop_trips_handled and self._end_requested is None
+                and self._rtl_requested is None and self._pilot_reported is None)
+
     def _foreign_after_end(self) -> Optional[str]:
         """The mode a pilot switched to, as the link saw it up to the end's hold (links with modes)."""
         if not self.capabilities.take_control:
@@ -766,6 +789,8 @@ class VehicleBridge:
         def allowed() -> bool:
             if not self.authority.may_send(send) or self._safety_stalled() is not None:
                 return False
+            if self._closing or self._end_requested is not None or self._rtl_requested is not None:
+                return False  # a stop asked for and not yet applied by the safety thread
             with self._lock:
                 if self._pilot_reported is not None or self._lost_reason() is not None:
                     return False

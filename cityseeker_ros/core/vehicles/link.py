@@ -149,6 +149,16 @@ class VehicleLink(ABC):
     @abstractmethod
     def capabilities(self) -> Capabilities: ...
 
+    def set_owner_gate(self, allows: Callable[[], bool]) -> None:
+        """The owner's word on motion, asked right before each message that moves the vehicle, on the
+        link's own threads too (MAVLink's setpoint stream). It must not block: a link may ask it under
+        its own lock."""
+        self._owner_gate = allows
+
+    def owner_allows(self) -> bool:
+        gate: Optional[Callable[[], bool]] = getattr(self, "_owner_gate", None)
+        return gate is None or gate()
+
     @abstractmethod
     def connect(self, timeout_s: float = 3.0) -> ConnectReport:
         """Open the connection and wait at most `timeout_s` for the vehicle."""

@@ -293,3 +293,22 @@ def test_an_unreadable_pilot_file_keeps_the_vehicle_with_the_pilot(made, tmp_pat
     b.command(goal())
     b.tick()
     assert link.names() == []
+
+
+def test_a_take_control_before_the_bridge_saw_the_pilot_does_not_end_the_takeover(made):
+    """Found by the ArduPilot soak: the operator pressed take-control 2 ms after a pilot's switch
+    the bridge had not yet seen; it answered yes (the stack was commanding), the monitor took the
+    press for the end of the takeover and wanted an end hold the bridge, now in `pilot`, rightly
+    never sent. Only a takeover the bridge reported can be ended."""
+    link, b = flying(made)
+    b.command(goal())
+    assert wait_for(lambda: link.names()[-2:] == ["take_control", "go_to"])
+    assert b.take_control() is False and b.control_note.startswith("not taken: no pilot takeover to end")
+    link.foreign = "POSCTL"  # the pilot's switch, seen after the press
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 2.0)
+    calls = len(link.names())
+    b.command(goal(50.0))
+    b.tick()
+    assert link.names()[calls:] == []
+    link.foreign = None
+    assert b.take_control() is True and b.control_note.startswith("the stack has control")

@@ -76,7 +76,7 @@ from cityseeker_ros.core.vehicles.mavlink.flavours import (
 )
 from cityseeker_ros.core.vehicles.mavlink.streamer import SetpointStreamer
 from cityseeker_ros.core.vehicles.mavlink.transport import parse_endpoint
-from cityseeker_ros.core.vehicles.motion_door import motion_allowed
+from cityseeker_ros.core.vehicles.motion_door import MotionDropped, motion_allowed
 
 # POSITION_TARGET_TYPEMASK bits
 _IGNORE_POSITION = 1 | 2 | 4
@@ -141,6 +141,9 @@ class _ModeRequest:
     before: str  # the mode the vehicle showed when asked
     at: float  # monotonic
     shown: bool = False  # a heartbeat has shown `mode` since
+    # the request's first message has left: a heartbeat showing `mode` before that is not the stack's
+    # doing (the autopilot's failsafe into the very mode the stack was about to ask for: the PX4 soak)
+    sent: bool = False
     acked: bool = False  # the autopilot accepted it: a heartbeat from now on shows it or a later change
     # modes asked for just before this one (within settle_s of each other): while this one is pending, a
     # heartbeat may still show one of them (an RTL asked, then OFFBOARD 0.3 s later: AUTO.RTL shows between)
@@ -364,7 +367,7 @@ class MavlinkLink(VehicleLink):
         """Under _motion_lock: update foreign_mode for a heartbeat showing `mode`; True when it has just
         become foreign (the rules are in the module docstring)."""
         flavour, asked = self.flavour, self._asked
-        if asked is not None and mode == asked.mode:
+        if asked is not None and asked.sent and mode == asked.mode:
             asked.shown = True
         if self._foreign is not None:
             self._foreign = mode  # sticky: it names the mode the vehicle is in now
@@ -374,7 +377,7 @@ class MavlinkLink(VehicleLink):
         if asked is None:  # the stack's control mode is its own (an earlier bridge's, a restart): held next
             foreign = mode not in (flavour.hold_mode, flavour.control_mode)
         else:
-            allowed = {asked.mode, *flavour.successors.get(asked.mode, ())}
+            allowed = {asked.mode, *flavour.successors.get(asked.mode, ())} if asked.sent else set()
             if not asked.shown and not asked.acked and now - asked.at <= self.settle_s:
                 allowed.add(asked.before)  # its heartbeat may not show it yet (UDP keeps the autopilot's order)
                 for earlier in asked.recent:
@@ -436,6 +439,8 @@ class MavlinkLink(VehicleLink):
             self._check_current()
             self._require_conn().send(msg)
             self.motion_sent += 1
+            if self._asked is not None:
+                self._asked.sent = True  # under the lock the reader judges heartbeats with
 
     def _owner_waiting(self) -> AbstractContextManager[None]:
         """While the owner waits inside a link call, its loop is alive: the stream's leash holds."""
@@ -495,7 +500,8 @@ class MavlinkLink(VehicleLink):
         self._check_not_overridden()
         shown = self._shown_mode()
         with self._motion_lock:
-            adopted = _ModeRequest(shown, shown, time.monotonic(), shown=True) if self._asked is None else None
+            adopted = None if self._asked is not None else _ModeRequest(shown, shown, time.monotonic(), shown=True,
+                                                                        sent=True)
             if adopted is not None:
                 self._asked = adopted
         try:
@@ -564,7 +570,7 @@ class MavlinkLink(VehicleLink):
             mine = self._asked
             self._control, self._confirmed, self._override_reason = HELD, False, None
             streamer: SetpointStreamer[Setpoint] = SetpointStreamer(
-                self._send_setpoint, here, self.setpoint_hz, self.keepalive_s, name=f"{flavour.name} setpoint")
+                self._stream_setpoint, here, self.setpoint_hz, self.keepalive_s, name=f"{flavour.name} setpoint")
             self._streamer = streamer
         try:
             streamer.start()
@@ -658,6 +664,15 @@ class MavlinkLink(VehicleLink):
         setpoint = VelocitySetpoint(float(east_m_s), float(north_m_s), float(up_m_s), float(yaw_rate_deg_s))
         self._check_current()
         streamer.set(setpoint)
+        self._send_setpoint(setpoint)
+
+    def _stream_setpoint(self, setpoint: Setpoint) -> None:
+        """The stream's own sends ask the owner's gate first (`VehicleLink.set_owner_gate`): the motion
+        door governs the owner's calls, not this thread, so a stop the owner has decided (an e-stop, a
+        Seek's end, a close) stops the stream before the owner's hold is even scheduled (the PX4 soak
+        under load: up to a third of a second of setpoints after an e-stop)."""
+        if not self.owner_allows():
+            raise MotionDropped("refused by the owner's gate: a stop is on its way")
         self._send_setpoint(setpoint)
 
     def _send_setpoint(self, setpoint: Setpoint) -> None:

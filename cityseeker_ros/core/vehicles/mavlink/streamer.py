@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Generic, Optional, TypeVar
 
 from cityseeker_ros.core.vehicles.link import LinkError, StreamStopped
+from cityseeker_ros.core.vehicles.motion_door import MotionDropped
 
 S = TypeVar("S")
 
@@ -106,6 +107,9 @@ class SetpointStreamer(Generic[S]):
                 setpoint = self._setpoint
             try:
                 self._send(setpoint)
+            except MotionDropped:  # the owner's gate: a stop is on its way; the stop ends the stream
+                self._stopped.wait(self.period_s)
+                continue
             except LinkError as exc:  # a pilot took over, or the link closed: never retry
                 with self._lock:
                     self.stop_reason = self.stop_reason or str(exc)

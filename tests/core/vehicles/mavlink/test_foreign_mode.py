@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from pymavlink.dialects.v20 import ardupilotmega as mavlink
 
 from cityseeker_ros.core.vehicles.link import LinkError, PilotOverride
 from tests.core.vehicles.mavlink.conftest import HOME, airborne, north_of, wait_until
@@ -216,8 +217,9 @@ def test_a_mode_asked_for_just_before_the_pending_one_may_still_show():
         link = MavlinkLink("udp://127.0.0.1:1", flavour="px4")
         link._flavour = flavour_named("px4")
         with link._motion_lock:
-            link._note_request("AUTO.RTL", "AUTO.LOITER", clears=True)
-            link._note_request("OFFBOARD", "AUTO.LOITER", clears=False)
+            for mode, clears in (("AUTO.RTL", True), ("OFFBOARD", False)):
+                link._note_request(mode, "AUTO.LOITER", clears=clears)
+                link._asked.sent = True  # the request left (a heartbeat before that is no answer to it)
         return link
 
     now = time.monotonic()
@@ -255,3 +257,29 @@ def test_a_stop_the_vehicle_never_took_leaves_the_pilots_mode_foreign(vehicle, f
     with pytest.raises(PilotOverride):
         link.hold()  # the release was spent on the lost stop: the operator asks again
     assert sim.mode == PILOT[flavour]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_failsafe_into_the_hold_mode_just_before_the_stacks_hold_leaves_is_foreign(vehicle, flavour):
+    """Found by the PX4 soak: the autopilot's own failsafe put the vehicle in the hold mode a few
+    milliseconds before the bridge's hold (noted, not yet sent) asked for the same mode; the link
+    took the failsafe's heartbeat for its own request and the next decision flew the vehicle. A
+    heartbeat showing the asked mode before the request's first message left is now foreign."""
+    sim, link = vehicle(flavour, link={"command_timeout_s": 0.2, "command_retries": 1})
+    airborne(link)
+    time.sleep(link.settle_s)  # PX4's takeoff, just before, may still end in its hold mode by itself
+    hold_mode, set_mode = link.flavour.hold_mode, link._set_mode
+
+    def failsafe_first(mode: str) -> None:
+        sim.mode_switch(hold_mode)  # the vehicle switches by itself while the request is still here
+        wait_until(lambda: link.state().mode == hold_mode, 2.0, what="the failsafe's heartbeat judged")
+        set_mode(mode)
+
+    link._set_mode = failsafe_first
+    started = time.monotonic()
+    with pytest.raises(PilotOverride):
+        link.hold()
+    assert link.foreign_mode == hold_mode
+    assert sim.count((), since=started, commands=frozenset({mavlink.MAV_CMD_DO_SET_MODE})) == 0  # never left
+    with pytest.raises(PilotOverride):
+        link.take_control()
