@@ -1,6 +1,7 @@
 """From an OSM extract to a world folder: fetch, build, generate tasks, write."""
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -24,8 +25,9 @@ from cityseeker_ros.core.worlds.osm_sources import PACKAGED_SOURCES, default_cac
 from cityseeker_ros.core.worlds.scene import Scene
 from cityseeker_ros.core.worlds.tasks import TaskSet, TaskSettings, generate_tasks, why_no_tasks
 
-BUILDER_VERSION = "4"  # bump when the same source would build a different world (3: roads, ground, trees,
-# inferred and sized stand-in buildings, landmarks; 4: --bbox keeps and clips by true overlap)
+BUILDER_VERSION = "5"  # bump when the same source would build a different world (3: roads, ground, trees,
+# inferred and sized stand-in buildings, landmarks; 4: --bbox keeps and clips by true overlap; 5: the thin-data
+# fallback decided per street stretch, questions checked against the raw map, existence and counting)
 # Thin-data floors: below them a world builds, but its views or tasks are too sparse to trust.
 MIN_BUILDINGS_PER_KM2 = 200.0
 MIN_POIS_PER_KM2 = 50.0
@@ -82,10 +84,14 @@ def build_world(source: str, out_dir: Path, *, name: Optional[str] = None, bbox:
             f"({sum(task_set.counts('test').values())} test, {sum(task_set.counts('dev').values())} dev)", stream)
     others: dict[str, GeneratedTasks] = {}
     for family in (f for f in chosen if f != DEFAULT_FAMILY):  # each said as it is made: questions take minutes
-        others.update(family_tasks(name, built.graph, built.scene, [family], tasks.seed))
+        others.update(family_tasks(name, built.graph, built.scene, [family], tasks.seed, source=pbf))
         made = others[family]
         say(f"world build: {family} tasks: " +
             (made.why_none or ", ".join(f"{k} {v}" for k, v in made.counts.items())), stream)
+        not_made = made.document.get("world", {}).get("kinds_not_made") if not made.why_none else None
+        if not_made:  # the kinds a family could not make on this world, each with its reason
+            say(f"world build: {family} kinds not made: " + "; ".join(f"{k}: {why}" for k, why in not_made.items()),
+                stream)
         limits = _goal_limits(made)
         if limits:
             say(f"world build: {family} goals: {limits}", stream)
@@ -171,9 +177,17 @@ def thin_data_warnings(density: dict[str, Any]) -> list[str]:
 
 
 def family_tasks(name: str, graph: StreetGraph, scene: Scene, families: Sequence[str],
-                 seed: int = 0) -> dict[str, GeneratedTasks]:
-    """The tasks of each family but the first (needs, made by worlds.tasks with its settings)."""
-    return {f: get_family(f).generate(name, graph, scene, seed=seed) for f in families}
+                 seed: int = 0, source: Optional[Path] = None) -> dict[str, GeneratedTasks]:
+    """The tasks of each family but the first (needs, made by worlds.tasks with its settings).
+    `source`, the raw extract the world was built from, goes to each family whose `generate` takes
+    it (questions check every fact against the raw map, not only the scene)."""
+    return {f: get_family(f).generate(name, graph, scene, seed=seed, **_source_for(f, source)) for f in families}
+
+
+def _source_for(family: str, source: Optional[Path]) -> dict[str, Path]:
+    if source is None or "source" not in inspect.signature(get_family(family).generate).parameters:
+        return {}
+    return {"source": Path(source)}
 
 
 def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> dict[str, GeneratedTasks]:
@@ -186,13 +200,23 @@ def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> di
     if DEFAULT_FAMILY in families:
         raise ConfigError(f"--families: {DEFAULT_FAMILY} tasks are made by `cityseeker world build` with its "
                           "--seed, --per-need and --test-per-category; name the other families here")
-    name = read_metadata(folder)["name"]
+    metadata = read_metadata(folder)
     scene, graph = load_scene_and_graph(folder)
-    made = family_tasks(name, graph, scene, families, seed)
+    made = family_tasks(metadata["name"], graph, scene, families, seed, source=_recorded_source(metadata))
     for f, generated in made.items():
         if not generated.why_none:
             write_json_atomic(Path(folder) / get_family(f).tasks_file, generated.document)
     return made
+
+
+def _recorded_source(metadata: dict[str, Any]) -> Optional[Path]:
+    """The raw extract a world was built from, where it is still at hand unchanged (its recorded
+    path, or the packaged extract in the cache); None otherwise (nothing is downloaded here)."""
+    source = metadata.get("source") or {}
+    candidates = [Path(source["path"])] if source.get("path") else []
+    candidates += [default_cache_dir() / f"{key}.osm.pbf" for key, packaged in PACKAGED_SOURCES.items()
+                   if packaged.member == source.get("member")]
+    return next((p for p in candidates if p.is_file() and sha256_file(p) == source.get("sha256")), None)
 
 
 def _family_record(made: GeneratedTasks) -> dict[str, Any]:

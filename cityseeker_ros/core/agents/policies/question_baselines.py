@@ -10,7 +10,7 @@ from cityseeker_ros.core.agents.policies.base import POLICIES, Policy
 from cityseeker_ros.core.render.palette import GENERIC_WORDS
 from cityseeker_ros.core.tasks.environment import Action, Observation, answer, move
 from cityseeker_ros.core.tasks.episode import Episode, World
-from cityseeker_ros.core.tasks.questions.answers import CARDINALS, FACADE_COLOURS, fact
+from cityseeker_ros.core.tasks.questions.answers import CARDINALS, FACADE_COLOURS, YES_NO, fact
 
 # What a blind guesser says per kind of question: fixed lists, no knowledge of the world. A name
 # cannot be guessed without reading, so it guesses a kind of place (and is almost never right).
@@ -20,6 +20,8 @@ GUESSES: dict[str, tuple[str, ...]] = {
     "relation": CARDINALS,
     "category": tuple(sorted({w.lower() for w in GENERIC_WORDS.values()})),
     "name": tuple(sorted({w.lower() for w in GENERIC_WORDS.values()})),
+    "existence": YES_NO,
+    "counting": tuple(str(n) for n in range(0, 6)),
 }
 
 

@@ -1,10 +1,15 @@
 """Question agents that answer from the signs they read on their own walk (core/tasks/questions).
 
 Both walk the same way: towards the named place the question starts from (in the direction the
-question gives from the start), then to the side of it the question names, choosing at each node
-the view closest to that bearing and avoiding views already taken. Every board read is placed on
-the agent's own map (bearing from the image column, distance from the sign); the agent answers as
-soon as what it has read settles the question, or guesses when the budget is about to end.
+question gives from the start), then to the side of it the question names (an existence question:
+into the middle of the stated radius there; a counting question: on to the other named place once
+its board is read), choosing at each node the view closest to that bearing and avoiding views
+already taken. Every board read is placed on the agent's own map (bearing from the image column,
+distance from the sign); the agent answers as soon as what it has read settles the question, or
+guesses when the budget is about to end. An existence question is settled "yes" by a board of the
+kind read there, "no" only once the agent has looked over that side (stood in the middle of it, or
+walked LOOK_STEPS steps round after reaching the anchor) and read none; a
+counting question once it has stood at the far end, by the boards of the kind read between the two.
 
 - `question-sign-oracle` reads the renderer's visible-sign lists (every legible board, exactly,
   with its place and kind): perfect perception, privileged, so the gap to `question-oracle` is
@@ -44,7 +49,10 @@ M_PER_DEG_LAT = 111_320.0
 DIRECTION_DEG = {d: 90.0 * i for i, d in enumerate(CARDINALS)}
 BEYOND_ANCHOR_M = 20.0  # where to look for the target: this far from the anchor on the named side
 NEAR_M = 60.0  # a candidate farther than this from the anchor is not "to the X of it"
-GUESS = {"floors": "4", "colour": "white", "relation": "north", "category": "shop", "name": "shop"}
+LOOKED_M = 20.0  # standing this near the spot a question points to counts as having looked there
+LOOK_STEPS = 6  # or this many steps taken round it after reaching the anchor (the spot may lie in a block)
+GUESS = {"floors": "4", "colour": "white", "relation": "north", "category": "shop", "name": "shop",
+         "existence": "no", "counting": "1"}
 
 
 @dataclass
@@ -76,6 +84,8 @@ class QuestionReader(Policy):
         self.origin: Optional[tuple[float, float]] = None
         self.readings: dict[str, Reading] = {}  # normalised text -> nearest reading
         self.taken: dict[tuple[str, int], int] = {}
+        self.visited: list[tuple[float, float]] = []
+        self.at_anchor: Optional[int] = None  # the step the agent first stood by the anchor's board
         self._records: list[dict[str, Any]] = []
 
     # -- map ------------------------------------------------------------------------------------------
@@ -119,10 +129,53 @@ class QuestionReader(Policy):
         found = [r for r in self.readings.values() if self.mentions(r, phrase)]
         return min(found, key=lambda r: r.distance_m) if found else None
 
+    def been_near(self, xy: tuple[float, float]) -> bool:
+        return any(math.dist(v, xy) <= LOOKED_M for v in self.visited)
+
+    def probe(self, anchor: Reading) -> tuple[float, float]:
+        """Where an existence question points: the middle of its radius on the named side."""
+        within = float(self.parse.get("within_m") or 2 * BEYOND_ANCHOR_M)
+        return self.place(anchor.xy, DIRECTION_DEG.get(str(self.parse.get("relation")), 0.0), within / 2.0)
+
+    def of_kind_on_side(self, anchor: Reading) -> list[Reading]:
+        """Boards read of the asked kind within the stated radius on the stated side of the anchor."""
+        p = self.parse
+        within = float(p.get("within_m") or NEAR_M)
+        centre = DIRECTION_DEG.get(str(p.get("relation")), 0.0)
+        return [r for r in self.readings.values() if r is not anchor and p.get("target_kind") in r.kinds
+                and math.dist(r.xy, anchor.xy) <= within
+                and abs(circular_difference(_bearing(anchor.xy, r.xy), centre)) <= 45.0]
+
+    def between(self, a: Reading, b: Reading) -> int:
+        """Boards read of the asked kind between a and b, within the stated width of the line."""
+        width = float(self.parse.get("corridor_m") or 25.0)
+        length = math.dist(a.xy, b.xy) or 1e-9
+        ux, uy = (b.xy[0] - a.xy[0]) / length, (b.xy[1] - a.xy[1]) / length
+        n = 0
+        for r in self.readings.values():
+            if r is a or r is b or self.parse.get("target_kind") not in r.kinds:
+                continue
+            px, py = r.xy[0] - a.xy[0], r.xy[1] - a.xy[1]
+            if 0.0 <= px * ux + py * uy <= length and abs(px * uy - py * ux) <= width:
+                n += 1
+        return n
+
     def settle(self) -> Optional[str]:
         """The answer, once what has been read settles it; None while it does not."""
         p = self.parse
         anchor = self.find(p.get("anchor"))
+        if self.kind == "existence":
+            if anchor is None:
+                return None
+            if self.of_kind_on_side(anchor):
+                return "yes"
+            looked = self.at_anchor is not None and len(self.visited) - self.at_anchor >= LOOK_STEPS
+            return "no" if looked or self.been_near(self.probe(anchor)) else None
+        if self.kind == "counting":
+            end = self.find(p.get("end"))
+            if anchor is None or end is None or not self.been_near(end.xy):
+                return None
+            return str(self.between(anchor, end))
         if self.kind == "name":
             if anchor is None or not p.get("target_kind"):
                 return None
@@ -154,6 +207,10 @@ class QuestionReader(Policy):
             return near[0][1] if near else GUESS["name"]
         if self.kind == "relation":
             return str(p.get("anchor_direction") or GUESS["relation"])
+        if self.kind == "counting":
+            anchor, end = self.find(p.get("anchor")), self.find(p.get("end"))
+            if anchor is not None and end is not None:
+                return str(self.between(anchor, end))
         return GUESS.get(self.kind, "shop")
 
     def goal_bearing(self, here: tuple[float, float]) -> float:
@@ -162,8 +219,13 @@ class QuestionReader(Policy):
         anchor = self.find(self.parse.get("anchor"))
         if anchor is None:
             return DIRECTION_DEG.get(str(self.parse.get("anchor_direction")), 0.0)
-        if self.kind == "relation":
-            goal = anchor.xy
+        end = self.find(self.parse.get("end")) if self.kind == "counting" else None
+        if self.kind == "relation" or (self.kind == "counting" and (end is None or not self.been_near(anchor.xy))):
+            goal = anchor.xy  # a count starts at one end, and looks round there for the other
+        elif end is not None:
+            goal = end.xy
+        elif self.kind == "existence":
+            goal = self.probe(anchor)
         else:
             goal = self.place(anchor.xy, DIRECTION_DEG.get(str(self.parse.get("relation")), 0.0), BEYOND_ANCHOR_M)
         if math.dist(goal, here) < 5.0:  # there: circle round to see more
@@ -172,6 +234,10 @@ class QuestionReader(Policy):
 
     def act(self, observation: Observation) -> Action:
         here = self.here_xy(observation)
+        self.visited.append(here)
+        anchor = self.find(self.parse.get("anchor"))
+        if self.at_anchor is None and anchor is not None and math.dist(anchor.xy, here) <= LOOKED_M:
+            self.at_anchor = len(self.visited)
         read = self.read(observation, here)
         for r in read:
             self.note(r)

@@ -20,6 +20,7 @@ from cityseeker_ros.core.tasks.family import (
     TaskFamily,
 )
 from cityseeker_ros.core.tasks.questions.answers import CATEGORIES, KINDS, answer_invalid, matches
+from cityseeker_ros.core.tasks.questions.facts import MAP, RENDERER
 from cityseeker_ros.core.tasks.questions.metrics import METRICS, question_metrics
 from cityseeker_ros.core.tasks.task_file import episodes_from
 
@@ -100,12 +101,16 @@ class QuestionsFamily(TaskFamily):
         return episodes, {}
 
     def generate(self, name: str, graph: StreetGraph, scene: Scene, seed: int = 0,
-                 settings: Any = None) -> GeneratedTasks:
-        """`settings` a QuestionSettings, else its defaults with `seed`. (The generator renders views
-        to check legibility: it loads the renderer, and Pillow, only here.)"""
+                 settings: Any = None, source: Optional[Path] = None) -> GeneratedTasks:
+        """`settings` a QuestionSettings, else its defaults with `seed`; `source` the raw extract the
+        world was built from, whose every place a question's words are also checked against (None:
+        the scene's places only, as the task file's `world.checked_against` then says). (The
+        generator renders views to check legibility: it loads the renderer, and Pillow, only here.)"""
         from cityseeker_ros.core.tasks.questions.generator import QuestionSettings, generate_questions
+        from cityseeker_ros.core.tasks.questions.places import read_map_places
 
-        return generate_questions(name, graph, scene, settings or QuestionSettings(seed=seed))
+        raw = read_map_places(Path(source), scene) if source is not None else None
+        return generate_questions(name, graph, scene, settings or QuestionSettings(seed=seed), map_places=raw)
 
 
 def check_details(path: Path, episode: Episode) -> None:
@@ -125,6 +130,16 @@ def check_details(path: Path, episode: Episode) -> None:
                         field="details")
     if not isinstance(d.get("question"), str) or not isinstance(d.get("target_poi"), str):
         raise DataError(path, "details.question and details.target_poi must be strings", record=rec, field="details")
+    needs = {"existence": ("asked_kind", "anchor_poi"), "counting": ("asked_kind", "anchor_poi", "end_poi")}
+    for key in needs.get(d["kind"], ()):
+        if not isinstance(d.get(key), str) or not d[key]:
+            raise DataError(path, f"details.{key} must be a non-empty string on a {d['kind']} question", record=rec,
+                            field="details")
+    facts = d.get("facts")  # absent in task files written before facts were recorded: the kind's are used
+    if facts is not None and not (isinstance(facts, list) and facts and all(
+            isinstance(f, dict) and f.get("source") in (MAP, RENDERER) for f in facts)):
+        raise DataError(path, f"details.facts must be a non-empty list of {{fact, source, from}} with source "
+                        f"{MAP!r} or {RENDERER!r}", record=rec, field="details")
 
 
 FAMILIES.register("questions")(QuestionsFamily())

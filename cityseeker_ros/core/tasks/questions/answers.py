@@ -4,7 +4,9 @@ words each fact may be given in, and the normalised exact match that scores them
 
 Facts come from the scene alone (`fact`), so the generator, the oracle and anyone checking a task
 file compute the same answer from the same data; the words a fact may be said in (`accepted`) are
-a short, fixed list per fact, written down here rather than left to a model.
+a short, fixed list per fact, written down here rather than left to a model. Directions, presence
+and counts are the map's: they use the places' OSM positions (`Poi.lat/lon`), never the boards the
+builder moved onto a wall (the generator keeps a question only where both agree).
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
+
+import numpy as np
 
 from cityseeker_ros.core.render.palette import (
     GENERIC_WORDS,
@@ -25,7 +29,7 @@ from cityseeker_ros.core.render.palette import (
 from cityseeker_ros.core.render.textures import GROUND_FLOOR_M
 from cityseeker_ros.core.worlds.scene import Building, Poi, Scene
 
-KINDS: tuple[str, ...] = ("name", "floors", "colour", "category", "relation")
+KINDS: tuple[str, ...] = ("name", "floors", "colour", "category", "relation", "existence", "counting")
 MAX_ANSWER_CHARS = 200  # longer is no answer but an essay (or a model that lost the thread)
 ARTICLES = frozenset({"a", "an", "the"})
 NUMBER_WORDS: dict[str, str] = {w: str(i) for i, w in enumerate((
@@ -40,6 +44,20 @@ CATEGORIES: dict[str, str] = {
     "floors": "Counting",
     "category": "World Knowledge",
     "relation": "Spatial Reasoning",
+    "existence": "Existence Judgement",
+    "counting": "Counting",
+}
+YES_NO: tuple[str, str] = ("yes", "no")
+# The tags whose values say what kind of place something is (worlds/osm.POI_KEYS and a few more a
+# person would also name a place by): a place is every kind its tags give, not only its primary class.
+KIND_KEYS: tuple[str, ...] = ("amenity", "shop", "tourism", "leisure", "healthcare", "public_transport", "railway",
+                              "highway", "office", "craft", "historic")
+# Under these keys only the values that are a place one stands at: a street or a rail line named
+# like the bus stop on it is not a second place of that name.
+PLACE_VALUES_ONLY: dict[str, frozenset[str]] = {
+    "highway": frozenset({"bus_stop"}),
+    "railway": frozenset({"station", "halt", "tram_stop", "subway_entrance"}),
+    "public_transport": frozenset({"station", "platform", "stop_position"}),
 }
 
 
@@ -163,6 +181,56 @@ def number_words(n: int) -> tuple[str, ...]:
     return (str(n),) + tuple(f"{n} {w}" for w in FLOOR_WORDS)
 
 
+def plural(noun: str) -> str:
+    """English plural of a place noun ("pharmacy" -> "pharmacies", "bus stop" -> "bus stops")."""
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + "s"
+
+
+def count_words(n: int, noun: str) -> tuple[str, ...]:
+    return (str(n), f"{n} {plural(noun) if n != 1 else noun}")
+
+
+def kind_classes(tags: Mapping[str, str]) -> tuple[str, ...]:
+    """Every "key=value" of `tags` that says what kind of place it is (KIND_KEYS), in key order."""
+    values = ((k, tags.get(k, "").strip().lower()) for k in KIND_KEYS)
+    return tuple(f"{k}={v}" for k, v in values if v not in ("", "yes", "no")
+                 and (k not in PLACE_VALUES_ONLY or v in PLACE_VALUES_ONLY[k]))
+
+
+def nouns_of(classes: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(the nouns a question would call a place of these classes, every word it could be called):
+    the first decides "a pharmacy" (it is one), the second "could a person take it for one"."""
+    words = [category_words(c) for c in classes]
+    return frozenset(w[0] for w in words), frozenset(x for w in words for x in w)
+
+
+def map_xy(scene: Scene, pois: Iterable[Poi]) -> dict[str, tuple[float, float]]:
+    """Each POI's OSM position (`lat/lon`, not its drawn board) in the scene's metres."""
+    pois = list(pois)
+    if not pois:
+        return {}
+    xy = np.atleast_2d(scene.frame.to_xy([p.lat for p in pois], [p.lon for p in pois]))
+    return {p.id: (float(x), float(y)) for p, (x, y) in zip(pois, xy)}
+
+
+def sector(centre: tuple[float, float], point: tuple[float, float], direction: str) -> tuple[float, float]:
+    """(metres from `centre` to `point`, degrees off `direction`)."""
+    off = abs((bearing_xy(centre, point) - CARDINALS.index(direction) * 90.0 + 180.0) % 360.0 - 180.0)
+    return math.dist(centre, point), off
+
+
+def corridor(a: tuple[float, float], b: tuple[float, float], point: tuple[float, float]) -> tuple[float, float]:
+    """(metres along a->b from a, metres off the line) of `point`: where it stands between a and b."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length = math.hypot(dx, dy) or 1e-9
+    px, py = point[0] - a[0], point[1] - a[1]
+    return (px * dx + py * dy) / length, abs(px * dy - py * dx) / length
+
+
 def bearing_xy(a: tuple[float, float], b: tuple[float, float]) -> float:
     """Azimuth from a to b in the scene's east/north metres, degrees clockwise from north."""
     return math.degrees(math.atan2(b[0] - a[0], b[1] - a[1])) % 360.0
@@ -182,8 +250,11 @@ def fact(scene: Scene, details: Mapping[str, Any]) -> tuple[str, tuple[str, ...]
         return words[0], words
     if kind == "relation":
         anchor = _poi(pois, details, "anchor_poi")
-        direction = cardinal(bearing_xy(anchor.anchor, target.anchor))
+        where = map_xy(scene, (anchor, target))
+        direction = cardinal(bearing_xy(where[anchor.id], where[target.id]))
         return direction, relation_words(direction)
+    if kind in ("existence", "counting"):
+        return _map_answer(scene, pois, details)
     building = _building(scene, target)
     if kind == "floors":
         storeys = storeys_drawn(building)
@@ -194,6 +265,26 @@ def fact(scene: Scene, details: Mapping[str, Any]) -> tuple[str, tuple[str, ...]
         words = facade_colours(building)
         return words[0], words
     raise ValueError(f"unknown question kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def _map_answer(scene: Scene, pois: Mapping[str, Poi], details: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """Existence and counting, from the OSM positions of every scene place that is the asked kind."""
+    noun = details.get("asked_kind")
+    if not isinstance(noun, str) or not noun:
+        raise ValueError("details.asked_kind: the kind of place asked about is missing")
+    anchor = _poi(pois, details, "anchor_poi")
+    ends = [anchor] + ([_poi(pois, details, "end_poi")] if details["kind"] == "counting" else [])
+    where = map_xy(scene, pois.values())
+    kin = [p for p in pois.values() if p.id not in {e.id for e in ends} and noun in nouns_of(kind_classes(p.tags))[0]]
+    if details["kind"] == "existence":
+        radius, direction = float(details["within_m"]), str(details["relation"])
+        found = any(d <= radius and off <= 45.0 for d, off in (sector(where[anchor.id], where[p.id], direction)
+                                                               for p in kin))
+        return ("yes", ("yes",)) if found else ("no", ("no",))
+    a, b, width = where[ends[0].id], where[ends[1].id], float(details["corridor_m"])
+    length = math.dist(a, b)
+    n = sum(0.0 <= s <= length and off <= width for s, off in (corridor(a, b, where[p.id]) for p in kin))
+    return str(n), count_words(n, noun)
 
 
 def sign_words(poi: Poi) -> str:

@@ -3,6 +3,7 @@
 and named shops facing the street, so that boards are legible from the nodes beside them."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -96,3 +97,45 @@ def street_world(folder: Path, split: str = "test"):
     graph, scene = high_street()
     doc = get_family("questions").generate(graph.name, graph, scene).document
     return load_world(write_world_folder(folder, graph, scene, doc), split=split, family="questions")
+
+
+# --- a synthetic extract that provokes each check ------------------------------------------------------
+
+
+def _at(x: float, y: float) -> tuple[float, float]:
+    return y / M_PER_DEG_LAT, x / M_PER_DEG_LON
+
+
+def provoking_street() -> tuple[StreetGraph, Scene, list[tuple[str, dict, float, float]]]:
+    """The high street plus (1) a hotel whose board the builder moved 29 m onto its wall: by its
+    board the bus stop is north of it, by the map east; (2) a named car park 36 m west of "Cafe Uno"
+    and an unnamed one 83 m west that only the raw map holds. Returns the graph, the scene as built
+    and the raw map's objects (id, tags, lat, lon)."""
+    graph, scene = high_street()
+    extra_b = [Building("w9", _box(-20.0, 181.0, -6.0, 209.0), 12.7, 4, 3),
+               Building("e9", _box(6.0, 211.0, 20.0, 239.0), 9.5, 3, 4),
+               Building("w8", _box(-40.0, 50.0, -26.0, 74.0), 6.3, 2, 5)]
+    hotel = _poi("node/alpina", "Hotel Alpina", "tourism=hotel", "west", 195.0, "w9")
+    hotel = dataclasses.replace(hotel, lat=_at(-30.0, 212.0)[0], lon=_at(-30.0, 212.0)[1])  # the map's spot
+    stop = _poi("node/posta", "Fermata Posta", "highway=bus_stop", "east", 225.0, "e9")
+    park = dataclasses.replace(_poi("node/park", "Parcheggio Centro", "amenity=parking", "west", 62.0, "w8"),
+                               anchor=(-26.0, 62.0), lat=_at(-30.0, 62.0)[0], lon=_at(-30.0, 62.0)[1])
+    pois = [dataclasses.replace(p, id=f"node/{k}") for k, p in enumerate(scene.pois + [hotel, stop, park], 1)]
+    built = Scene(scene.origin_lat, scene.origin_lon, scene.buildings + extra_b, pois)
+    raw = [(p.id, {**p.tags, "name": p.name}, p.lat, p.lon) for p in pois]
+    raw.append((f"node/{len(pois) + 1}", {"amenity": "parking"}, *_at(-77.0, 60.0)))  # unnamed, not in the scene
+    return graph, built, raw
+
+
+def write_osm(path: Path, objects: list[tuple[str, dict, float, float]]) -> Path:
+    """The raw map as an OSM XML file: one node per object ("node/<number>" ids)."""
+    from xml.sax.saxutils import quoteattr
+
+    lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<osm version="0.6" generator="test">']
+    for oid, tags, lat, lon in objects:
+        lines.append(f'<node id="{oid.split("/")[1]}" version="1" lat="{lat:.9f}" lon="{lon:.9f}">')
+        lines += [f"<tag k={quoteattr(a)} v={quoteattr(b)}/>" for a, b in tags.items()]
+        lines.append("</node>")
+    lines.append("</osm>")
+    path.write_text("\n".join(lines))
+    return path

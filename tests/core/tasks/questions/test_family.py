@@ -39,6 +39,10 @@ def test_the_task_file_loads_by_split_with_budget_and_details(street_folder):
     (lambda d: d.update(answer=""), "details.answer"),
     (lambda d: d.update(accepted=[]), "details.accepted"),
     (lambda d: d.pop("target_latlon"), "details.target_latlon"),
+    (lambda d: d.update(facts=[{"fact": "colour", "source": "imagination"}]), "details.facts"),
+    (lambda d: d.update(facts=[]), "details.facts"),
+    (lambda d: d.update(kind="counting", asked_kind="bank", end_poi=None), "details.end_poi"),
+    (lambda d: d.update(kind="existence", asked_kind=""), "details.asked_kind"),
 ])
 def test_a_bad_detail_fails_naming_the_file_task_and_field(street_folder, tmp_path, change, words):
     import shutil

@@ -100,3 +100,30 @@ def test_generation_shows_how_many_questions_are_made(street):
     assert said.getvalue() == (f"question tasks made: done, {len(made.document['tasks'])}/{total} questions in "
                                f"{said.getvalue().split(' in ')[1]}")
     assert len(made.document["tasks"]) > 0
+
+
+def test_a_quoted_name_borne_by_another_place_near_the_start_is_never_quoted_from_there(street):
+    """A namesake 310 m south of Cafe Uno (so Cafe Uno's name is unique around the cafe) only the raw
+    map holds: no question quoting "Cafe Uno" starts within 300 m of it, though some still are made."""
+    import math
+
+    from cityseeker_ros.core.tasks.questions.places import MapPlace
+
+    graph, scene = street
+    cafe = next(p for p in scene.pois if p.label == "Cafe Uno")
+    twin_xy = (cafe.anchor[0], cafe.anchor[1] - 310.0)
+    twin = MapPlace("node/twin", frozenset({"cafe"}), frozenset({"cafe"}), "cafe uno", twin_xy)
+    settings = QuestionSettings(per_kind=60)
+    doc = generate_questions("highstreet", graph, scene, settings, map_places=[twin]).document
+    quoting = [t for t in doc["tasks"] if '"Cafe Uno"' in t["instruction"]]
+    assert quoting
+    for t in quoting:
+        start = graph.nodes[t["start"]]
+        start_xy = scene.frame.to_xy(start.lat, start.lon)
+        assert math.dist((float(start_xy[0]), float(start_xy[1])), twin_xy) > 300.0, t["start"]
+    # Without the namesake, starts that near it are used.
+    free = generate_questions("highstreet", graph, scene, settings).document
+    near = [t for t in free["tasks"] if '"Cafe Uno"' in t["instruction"]
+            and math.dist(tuple(float(v) for v in scene.frame.to_xy(graph.nodes[t["start"]].lat,
+                                                                     graph.nodes[t["start"]].lon)), twin_xy) <= 300.0]
+    assert near
