@@ -115,11 +115,15 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="write report.html and report.md for a benchmark output")
     r.add_argument("out", type=Path, help="a benchmark output folder (with summary.json)")
 
-    c = sub.add_parser("compare", help="print benchmark runs side by side (they must cover the same episodes), with a "
-                       "one-line reading when the family's chance and ceiling rows are among them (random and oracle; "
-                       "for questions question-random and question-oracle)")
-    c.add_argument("runs", nargs="+", type=Path, help="two or more benchmark output folders")
-    c.add_argument("--out", type=Path, help="also write the table as Markdown to this file")
+    c = sub.add_parser("compare", help="print benchmark runs side by side (each family's runs must cover the same "
+                       "episodes): success with a 95%% interval (paired bootstrap), its difference from the first "
+                       "row, calls, tokens and seconds per step, loops and end reasons, and a reading line per agent "
+                       "(between chance and the ceiling where the family's random and oracle rows are there)")
+    c.add_argument("runs", nargs="+", type=Path, help="two or more benchmark output folders (of one or more task "
+                   "families; each family is compared against its own first run)")
+    c.add_argument("--out", type=Path, help="also write the tables as Markdown to this file")
+    c.add_argument("--html", type=Path, help="also write the tables and a cost-against-success plot as a "
+                   "self-contained HTML page to this file")
 
     jd = sub.add_parser("judge", help="mark a question run's answers 1-5 with an LLM judge (CityEQA's), through "
                         "any backend", description="Ask the judge model, with CityEQA's prompt, to mark each answer "
@@ -213,6 +217,8 @@ def _benchmark_options(b: argparse.ArgumentParser) -> None:
     b.add_argument("--max-steps", type=int, help="step cap of every episode, whatever its family (default: the "
                    "family's: 35 for needs, each question's 50, each landmark goal's own up to 150)")
     b.add_argument("--limit", type=int, help="only the first K episodes")
+    b.add_argument("--facts", help="questions: all (default), or map: only the questions whose every fact is the "
+                   "map's (none of the renderer's facade colours or storeys)")
     b.add_argument("--per-category", type=int, metavar="N", help="only the first N episodes of each category "
                    "of each city, in the data's order (the same ones every time; --limit then cuts that list)")
     b.add_argument("--workers", type=int, help="parallel processes (default 1)")
@@ -274,7 +280,7 @@ def _size(text: str) -> tuple[int, int]:
 
 BENCHMARK_DEFAULTS: dict[str, Any] = {"data": None, "dataset": "auto", "family": DEFAULT_FAMILY, "policy": None,
                                       "param": {}, "seeds": 1,
-                                      "max_steps": None, "limit": None, "per_category": None,
+                                      "max_steps": None, "limit": None, "per_category": None, "facts": "all",
                                       "workers": 1, "batch_size": 1,
                                       "dtw_threshold_m": DEFAULT_DTW_THRESHOLD_M, "out": None, "views": None,
                                       "view_param": {}, "backend": None, "model": None, "backend_param": {},
@@ -352,8 +358,8 @@ def benchmark_config(args: argparse.Namespace):
                              policy=options["policy"],
                              policy_params=options["param"], seeds=list(range(options["seeds"])),
                              max_steps=options["max_steps"], limit=options["limit"],
-                             per_category=options["per_category"], workers=options["workers"],
-                             batch_size=options["batch_size"],
+                             per_category=options["per_category"], facts=str(options["facts"]),
+                             workers=options["workers"], batch_size=options["batch_size"],
                              dtw_threshold_m=options["dtw_threshold_m"], views=options["views"],
                              view_params=options["view_param"], strategies=strategy_specs(options["strategy"]),
                              rounds=options["rounds"], max_backtracks=options["max_backtracks"],
@@ -401,6 +407,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_ablate(args: argparse.Namespace) -> int:
     from cityseeker_ros.core.evaluation import ablation
+    from cityseeker_ros.core.evaluation.report.comparison import comparison_markdown
     from cityseeker_ros.core.evaluation.report.tables import render_table_md
 
     options = dict(ABLATE_DEFAULTS)
@@ -430,6 +437,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     doc = ablation.run_ablation(config, out, progress=not args.no_progress)
     tables = ablation.ablation_tables(doc)
     print("\n".join(render_table_md(t) for t in tables[:2 if doc["baseline"] else 1]))
+    print(comparison_markdown([ablation.ablation_comparison(doc)]))
     print(f"wrote {out / 'ablation.json'}, {out / 'ablation.md'}, {out / 'ablation.html'}")
     return 0
 
@@ -510,18 +518,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from cityseeker_ros.core.evaluation.compare import comparison_table, load_runs, reading
-    from cityseeker_ros.core.evaluation.report.tables import render_table_md
+    from cityseeker_ros.core.evaluation.compare import compare, load_run_groups
+    from cityseeker_ros.core.evaluation.report.comparison import comparison_html, comparison_markdown
     from cityseeker_ros.core.infra.files import write_text_atomic
 
-    runs = load_runs(args.runs)
-    line = reading(runs)
-    text = render_table_md(comparison_table(runs)) + (f"\n{line}\n" if line else "")
+    comparisons = [compare(runs) for runs in load_run_groups(args.runs)]
+    text = comparison_markdown(comparisons)
     print(text, end="")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(args.out, text)
-        print(f"wrote {args.out}")
+    for path, content in ((args.out, text), (args.html, comparison_html(comparisons))):
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(path, content)
+            print(f"wrote {path}")
     return 0
 
 

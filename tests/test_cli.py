@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -242,8 +243,10 @@ def test_compare_prints_runs_side_by_side_and_refuses_other_episodes(tiny_city, 
     capsys.readouterr()
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cmp.md")]) == 0
     text = capsys.readouterr().out
-    rows = [line for line in text.splitlines() if line.startswith("| oracle") or line.startswith("| random")]
-    assert len(rows) == 2 and "| 2 x 1 |" in rows[0] and "| 2 x 2 |" in rows[1] and " ± " in rows[1]
+    assert "| 1 | oracle [ORACLE] | 2 x 1 |" in text and "| 2 | random | 2 x 2 |" in text
+    assert re.search(r"^\| 2 \| random \| 2 x 2 \| \d+\.\d \[\d+\.\d, \d+\.\d\] \| [+-]\d+\.\d \[", text, re.M)
+    assert re.search(r"^\| TCE \(%\) \| [\d.]+ \| [\d.]+ ± [\d.]+ \|$", text, re.M)  # the measures, per run
+    assert all(len(line) <= 100 for line in text.splitlines())
     assert (tmp_path / "cmp.md").read_text() in text
     proc = subprocess.run([sys.executable, "-m", "cityseeker_ros", "compare", str(tmp_path / "a"), str(tmp_path / "c")],
                           cwd=REPO, capture_output=True, text=True)

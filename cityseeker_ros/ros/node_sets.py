@@ -25,7 +25,7 @@ def run_params(config: BenchmarkConfig) -> dict[str, Any]:
         "data": str(Path(config.data).resolve()), "dataset": config.dataset, "family": config.family,
         "policy": config.policy,
         "policy_params": json.dumps(config.policy_params), "seeds": list(config.seeds), "limit": config.limit or 0,
-        "per_category": config.per_category or 0,
+        "per_category": config.per_category or 0, "facts": config.facts,
         "max_steps": config.max_steps, "max_invalid_retries": config.max_invalid_retries,
         "dtw_threshold_m": float(config.dtw_threshold_m), "views": config.views or "",
         "view_params": json.dumps(config.view_params), "strategies": json.dumps(config.strategies),

@@ -180,6 +180,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("limit", W, "only the first N episodes ('' all)", _optional_integer, in_benchmark=True),
     Setting("per_category", W, "only the first N episodes of each category of each city ('' all); limit then "
             "cuts that list", _optional_integer, in_benchmark=True),
+    Setting("facts", W, "questions: all, or map: only those whose every fact is the map's", in_benchmark=True),
     Setting("max_steps", W, "step budget per episode", _integer, in_benchmark=True),
     Setting("dtw_threshold_m", W, "d_th of the standard nDTW, metres", _number, in_benchmark=True),
     Setting("views", W, "view source: rendered, panorama-folder, airsim ('' headings only)", _optional_text,

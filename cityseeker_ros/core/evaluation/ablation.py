@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from cityseeker_ros.core.evaluation.benchmark import Benchmark
+from cityseeker_ros.core.evaluation.compare import Comparison, check_same_episodes, compare, read_run, readings
+from cityseeker_ros.core.evaluation.compare import tables as comparison_tables
 from cityseeker_ros.core.evaluation.config import SUMMARY_FILE, BenchmarkConfig
+from cityseeker_ros.core.evaluation.report.comparison import PLOT_CSS, comparison_markdown, cost_success_svg
 from cityseeker_ros.core.evaluation.report.page import CSS, SYNTHETIC_TEXT
 from cityseeker_ros.core.evaluation.report.tables import Table, fmt, fmt_mean_sd, render_table_html, render_table_md
 from cityseeker_ros.core.infra.errors import ConfigError
@@ -230,9 +233,22 @@ def run_ablation(config: AblationConfig, out_dir: Path, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / JSON_FILE, doc)
     tables = ablation_tables(doc)
-    write_text_atomic(out / MD_FILE, build_markdown(doc, tables))
-    write_text_atomic(out / HTML_FILE, build_html(doc, tables))
+    side_by_side = ablation_comparison(doc)
+    write_text_atomic(out / MD_FILE, build_markdown(doc, tables, side_by_side))
+    write_text_atomic(out / HTML_FILE, build_html(doc, tables, side_by_side))
     return doc
+
+
+def ablation_comparison(doc: dict[str, Any]) -> Comparison:
+    """Every run of the ablation as one comparison (compare.py): success with its paired
+    interval against the first policy's first cell, cost per step, loops and end reasons; rows
+    named by policy label and cell."""
+    config, results = doc["config"], doc["results"]
+    runs = [read_run(Path(results[p["label"]][c["label"]]["path"]), f"{p['label']} {display_label(c)}")
+            for p in config["policies"] for c in config["cells"]]
+    if len(runs) > 1:
+        check_same_episodes(runs)
+    return compare(runs)
 
 
 def notes(config: AblationConfig) -> list[str]:
@@ -314,17 +330,27 @@ def _subtitle(doc: dict[str, Any]) -> str:
             + (f" · first {c['limit']} episodes" if c.get("limit") else "") + f" · {doc['created']}")
 
 
-def build_markdown(doc: dict[str, Any], tables: list[Table]) -> str:
+def build_markdown(doc: dict[str, Any], tables: list[Table], side_by_side: Optional[Comparison] = None) -> str:
+    """ablation.md: the ablation's tables, then (given) every run side by side (compare.py)."""
     lines = ["# CitySeeker BCR ablation", "", _subtitle(doc), ""]
     if _synthetic(doc):
         lines += [f"> **{SYNTHETIC_TEXT}**", ""]
-    return "\n".join(lines) + "\n" + "\n".join(render_table_md(t) for t in tables)
+    body = "\n".join(render_table_md(t) for t in tables)
+    if side_by_side is not None:
+        body += "\n" + comparison_markdown([side_by_side])
+    return "\n".join(lines) + "\n" + body
 
 
-def build_html(doc: dict[str, Any], tables: list[Table]) -> str:
+def build_html(doc: dict[str, Any], tables: list[Table], side_by_side: Optional[Comparison] = None) -> str:
+    """ablation.html: the tables, then (given) the comparison's tables and cost-against-success plot."""
     e = html.escape
     banner = f'<div class="banner">⚠ {e(SYNTHETIC_TEXT)}</div>' if _synthetic(doc) else ""
+    compared = ""
+    if side_by_side is not None:
+        compared = ("".join(render_table_html(t) for t in comparison_tables(side_by_side)[:2])
+                    + f"<h2>Cost against success</h2>{cost_success_svg(side_by_side)}"
+                    + "".join(f'<p class="note">{e(line)}</p>' for line in readings(side_by_side)))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>CitySeeker BCR ablation</title><style>{CSS}</style></head><body>\n"
+            f"<title>CitySeeker BCR ablation</title><style>{CSS}{PLOT_CSS}</style></head><body>\n"
             f"<h1>CitySeeker BCR ablation</h1><p class=\"note\">{e(_subtitle(doc))}</p>\n{banner}\n"
-            + "".join(render_table_html(t) for t in tables) + "</body></html>\n")
+            + "".join(render_table_html(t) for t in tables) + compared + "</body></html>\n")

@@ -42,6 +42,7 @@ from cityseeker_ros.core.infra.redact import redact, redact_command
 from cityseeker_ros.core.infra.text import clean_json
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY, World
 from cityseeker_ros.core.tasks.family import get_family
+from cityseeker_ros.core.tasks.questions.facts import keep_facts
 
 
 class Benchmark:
@@ -100,12 +101,14 @@ class Benchmark:
 
 def run_tasks(config: BenchmarkConfig, worlds: dict[str, World]) -> list[tuple[str, int, int]]:
     """(city, episode index, seed) in run order: every episode for the first seed, then the next.
-    `per_category` keeps the first N episodes of each category of each city in load order, then
-    `limit` the first K of what is left."""
+    `facts` "map" keeps only the questions whose every fact is the map's, `per_category` then the
+    first N episodes of each category of each city in load order, then `limit` the first K of what
+    is left."""
     pairs = []
     for w in worlds.values():
         taken: Counter[str] = Counter()
-        for i, episode in enumerate(w.episodes):
+        kept = keep_facts(enumerate(w.episodes), config.facts, details_of=lambda pair: pair[1].details)
+        for i, episode in kept:
             taken[episode.category] += 1
             if config.per_category is None or taken[episode.category] <= config.per_category:
                 pairs.append((w.city, i))
@@ -121,7 +124,7 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
     import networkx
     import pyproj
 
-    from cityseeker_ros.core.agents.vlm.prompt_profiles import prompt_record
+    from cityseeker_ros.core.evaluation import agent_settings
 
     c = config
     family = get_family(c.family)
@@ -136,7 +139,10 @@ def run_manifest(config: BenchmarkConfig, worlds: dict[str, World], view_sources
         "cities": sorted(worlds),
         "synthetic": any(w.synthetic for w in worlds.values()),
         "view_sources": view_sources,
-        "prompt": prompt_record(c.policy, c.policy_params, c.family),  # profile, version, template hash
+        # The prompt version (vlm: profile, version, template hash; a seed agent: its version) and
+        # every switch of the policy, defaults included (core/evaluation/agent_settings.py).
+        "prompt": agent_settings.prompt(c.policy, c.policy_params, c.family),
+        "switches": agent_settings.switches(c.policy, c.policy_params),
         "data_files": resolved_keys({p: h for w in worlds.values() for p, h in w.source_files.items()}),
         "package_version": __version__,
         "versions": {"python": platform.python_version(), "numpy": np.__version__,
@@ -180,6 +186,7 @@ def comparable(manifest: dict[str, Any]) -> dict[str, Any]:
     descriptions, which hold them in canonical form (a panorama folder resolved)."""
     out = dict(manifest)
     out.setdefault("family", DEFAULT_FAMILY)  # written before task families: its runs are needs
+    out.setdefault("facts", "all")  # written before --facts: every question ran
     if isinstance(out.get("data_files"), dict):
         out["data_files"] = resolved_keys(out["data_files"])
     described = [set(d) for d in (out.get("view_sources") or {}).values() if isinstance(d, dict)]

@@ -14,14 +14,16 @@ from cityseeker_ros.core.sensing.views import VIEW_SOURCES
 from cityseeker_ros.core.tasks.environment import DEFAULT_MAX_STEPS
 from cityseeker_ros.core.tasks.episode import DEFAULT_FAMILY
 from cityseeker_ros.core.tasks.family import get_family
+from cityseeker_ros.core.tasks.questions.facts import check_setting
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 CONFIG_FILE = "config.json"
 # Settings that change results: a resumed run must match them exactly.
-RESULT_DEFINING = ("data_files", "dataset", "family", "policy", "policy_params", "max_steps",
+RESULT_DEFINING = ("data_files", "dataset", "family", "facts", "policy", "policy_params", "max_steps",
                    "max_invalid_retries", "dtw_threshold_m", "views", "view_params", "view_sources",
                    "strategies", "rounds", "max_backtracks", "follow_hints", "prompt")
+QUESTIONS = "questions"  # the family whose task files record where each fact comes from (--facts)
 MEMORY_FILE = "memory.sqlite"
 # The command a user typed, for the processes it started (`cityseeker run` sets it for its ROS
 # nodes): config.json records that command, not the evaluator node's own command line.
@@ -58,6 +60,8 @@ class BenchmarkConfig:
     executor: str = "local"  # where episodes run: core/executors (local process pool, ray)
     ray_address: Optional[str] = None  # --executor ray: a cluster to join; None starts a local instance
     family: str = DEFAULT_FAMILY  # the task family whose episodes run (core/tasks/family.py)
+    # "map": only the questions whose every fact is the map's (no renderer-made colour or storeys)
+    facts: str = "all"
 
     def __post_init__(self) -> None:
         if self.max_steps is None:
@@ -94,9 +98,13 @@ class BenchmarkConfig:
     def validate(self) -> None:
         """The executor's name is checked where it is used (Benchmark), which keeps this module
         free of the executors that run episodes for it."""
-        POLICIES.get(self.policy)
+        from cityseeker_ros.core.strategies.bcr_policy import refuse_unusable
+
         get_family(self.family)
-        self.make_strategies()
+        refuse_unusable(POLICIES.get(self.policy), self.make_strategies())  # before any episode runs
+        if check_setting(self.facts) != "all" and self.family != QUESTIONS:
+            raise ConfigError(f"--facts {self.facts} applies to the {QUESTIONS} family, whose task files record "
+                              f"where each fact comes from; --family is {self.family}")
         if self.views is not None:
             VIEW_SOURCES.get(self.views)
         if not isinstance(self.view_params, dict):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,24 @@ def test_ablate_command(tiny_city, tmp_path, capsys):
                  "--out", str(tmp_path / "bad")]) == 2
     assert "cell 'B2': strategy B2 reads privileged information" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
+
+
+def test_the_ablation_sets_every_run_side_by_side_with_intervals_cost_and_loops(tiny_city, tmp_path, capsys):
+    """ablate over agents x switches: every (policy, cell) is a row of the comparison, named by its
+    policy label and cell, against the first policy's first cell, in the .md, the .html (with the
+    cost-against-success plot) and on the terminal."""
+    out = tmp_path / "abl"
+    argv = ["ablate", "--data", str(tiny_city), "--policy", "random", "--policy", "fwd=forward",
+            "--cells", "baseline,oracle:B2", "--seeds", "2", "--limit", "2", "--max-steps", "5",
+            "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    md, page = (out / "ablation.md").read_text(), (out / "ablation.html").read_text()
+    names = ["random baseline", "random B2† [ORACLE]", "fwd baseline", "fwd B2† [ORACLE]"]
+    for number, name in enumerate(names, start=1):
+        for where in (text, md):
+            assert re.search(rf"^\| {number} \| {re.escape(name)} \| 2 x 2 \| \d+\.\d \[\d+\.\d, \d+\.\d\] \|", where,
+                             re.M), (name, where)
+        assert f"#{number} {name}"[:28] in page
+    assert "Loops % none/backtrack/cycle/persistent" in md and "<svg class=\"plot\"" in page
+    assert page.count("<circle") == 4 and "http" not in page

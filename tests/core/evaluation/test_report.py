@@ -500,3 +500,40 @@ def test_report_of_a_real_run_with_rendered_views(monaco_dir, tmp_path):
     for e in data["episodes"]:
         acted = [s for s in e["steps"] if not s.get("idle")]
         assert acted and all(len(v) == 4 for s in acted for v in s["views"])
+
+
+def test_the_fallback_rate_of_seed_agents_counts_unusable_replies_not_steps():
+    """prep once read 100% "fell back" while every action was readable: a step with one unreadable
+    perception call counted as a fallen-back decision, under a footnote about a retry the seed
+    agents never make."""
+    from cityseeker_ros.core.evaluation.decisions import summarize_decisions
+    from cityseeker_ros.core.evaluation.report.page import decisions_table
+
+    def step(failed: bool) -> dict:
+        calls = [{"role": "perception", "tokens_in": 10, "tokens_out": 2, "seconds": 0.1}
+                 | ({"parse_error": "no JSON object"} if failed else {}),
+                 {"role": "planning", "tokens_in": 30, "tokens_out": 4, "seconds": 0.2}]
+        return {"agent": "prep", "calls": calls, "calls_n": 2, "tokens_in": 40, "tokens_out": 6, "seconds": 0.3,
+                "fallbacks": int(failed), "fallback": failed, "decision": {"action": 0}}
+
+    records = [{"episode_id": "e0", "end_reason": "stopped", "decisions": [step(True), step(True), step(False),
+                                                                           step(True)]}]
+    table = decisions_table({"decisions": summarize_decisions(records)})
+    rows = dict(table.rows)
+    assert rows["Unusable replies: calls whose reply could not be read (%)"] == "37.50 (3 of 8)"
+    assert "Parse errors: fell back (%)" not in rows and "Retried once (%)" not in rows
+    assert "retry" not in table.note.replace("do not retry", "") and "do not retry" in table.note
+
+
+def test_the_vlm_policy_keeps_its_fallback_and_retry_rows():
+    from cityseeker_ros.core.evaluation.decisions import summarize_decisions
+    from cityseeker_ros.core.evaluation.report.page import decisions_table
+
+    records = [{"episode_id": "e0", "end_reason": "stopped",
+                "decisions": [{"raw": ["x", "y"], "retries": 1, "fallback": True, "problems": []},
+                              {"raw": ["{}"], "retries": 0, "fallback": False, "problems": []}]}]
+    table = decisions_table({"decisions": summarize_decisions(records)})
+    rows = dict(table.rows)
+    assert rows["Parse errors: fell back (%)"] == "50.00" and rows["Retried once (%)"] == "50.00"
+    assert not any(k.startswith("Unusable replies") for k in rows)
+    assert "even after one retry" in table.note

@@ -82,3 +82,23 @@ def test_a_world_without_the_family_s_tasks_says_why_from_world_json(grid_dir, t
         Benchmark(BenchmarkConfig(data=str(world), family="landmarks", policy="landmark-oracle"))
     assert str(caught.value) == (f"{world / 'tasks.landmarks.json'}: missing: the world has no landmark goals: "
                                  "2 landmarks in the extract; a goal needs 3 (world.json's warnings)")
+
+
+def test_facts_map_runs_only_the_questions_whose_every_fact_is_the_maps(question_dir, tmp_path):
+    tasks = json.loads((question_dir / "tasks.questions.json").read_text())["tasks"]
+    made = {t["id"] for t in tasks if t["split"] == "test" and t["details"]["kind"] in ("colour", "floors")}
+    assert made, "the high street must have renderer-made questions for this test to mean anything"
+    every = _run(question_dir, tmp_path / "all", "questions", "question-oracle")
+    kept = _run(question_dir, tmp_path / "map", "questions", "question-oracle", facts="map")
+    assert {r["episode_id"] for r in kept} == {r["episode_id"] for r in every} - made
+    assert json.loads((tmp_path / "map" / "config.json").read_text())["facts"] == "map"
+    with pytest.raises(ConfigError, match="use a new --out or the same settings"):  # a resume must match
+        _run(question_dir, tmp_path / "map", "questions", "question-oracle")
+
+
+@pytest.mark.parametrize("family, facts, words", [
+    ("landmarks", "map", "--facts map applies to the questions family"),
+    ("questions", "maps", "--facts 'maps': choose one of all, map")])
+def test_facts_that_cannot_apply_are_refused_in_one_line(grid_dir, tmp_path, family, facts, words):
+    with pytest.raises(ConfigError, match=words):
+        BenchmarkConfig(data=str(grid_dir), family=family, policy="oracle", facts=facts).validate()

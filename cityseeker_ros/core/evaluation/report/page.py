@@ -204,25 +204,46 @@ def judge_table(out_dir: Path) -> Table | None:
 
 
 def decisions_table(summary: dict) -> Table | None:
-    """Parse errors, retries and latency of the policy's decisions, for policies that log them."""
+    """Unusable replies, retries and latency of the policy's decisions, for policies that log them.
+
+    A seed agent (core/agents/seeds) makes several named calls per step and never retries: a
+    reply it cannot read is dropped and the step goes on (the action still chosen when the
+    choosing call was read), so its rate is of unusable replies over calls, not of steps with
+    any unusable call. The vlm policy retries once, then takes its fallback action: its rate is
+    of decisions that fell back."""
     d = summary.get("decisions")
     if not d:
         return None
-    rows = [("Decisions", str(d["count"])), ("Parse errors: fell back (%)", fmt(d["parse_error_rate"], 2)),
-            ("Retried once (%)", fmt(d["retry_rate"], 2)), ("Repaired replies", str(d["repaired"])),
-            ("Replies cut at the length limit", str(d.get("cut_replies", 0))),
-            ("Episodes ended by a backend error", str(d["episodes_ended_by_error"]))]
+    agents = d.get("agents", {})
+    calls = sum(int(a.get("calls") or 0) for a in agents.values())
+    failed = sum(int(a.get("failed_calls") or 0) for a in agents.values())
+    single = d["count"] - sum(int(a.get("steps") or 0) for a in agents.values())  # decisions of one reply
+    rows = [("Decisions", str(d["count"]))]
+    if calls:
+        rows.append(("Unusable replies: calls whose reply could not be read (%)",
+                     f"{fmt(100.0 * failed / calls, 2)} ({failed} of {calls})"))
+    if single > 0 or not agents:
+        rows += [("Parse errors: fell back (%)", fmt(d["parse_error_rate"], 2)),
+                 ("Retried once (%)", fmt(d["retry_rate"], 2)), ("Repaired replies", str(d["repaired"]))]
+    rows += [("Replies cut at the length limit", str(d.get("cut_replies", 0))),
+             ("Episodes ended by a backend error", str(d["episodes_ended_by_error"]))]
     rows += [(f"Latency {key}: p50 / p95 (s)", f"{v['p50']:.3f} / {v['p95']:.3f}")
              for key, v in d.get("latency_s", {}).items()]
-    for agent, a in d.get("agents", {}).items():  # agents with named calls per step (core/agents/seeds)
+    for agent, a in agents.items():  # agents with named calls per step (core/agents/seeds)
         rows += [(f"{agent}: calls / tokens in / tokens out / seconds per step",
                   f"{fmt(a['calls_per_step'], 2)} / {fmt(a['tokens_in_per_step'], 1)} / "
                   f"{fmt(a['tokens_out_per_step'], 1)} / {fmt(a['seconds_per_step'], 3)}"),
                  (f"{agent}: calls by role (unreadable)",
                   ", ".join(f"{role} {n}" for role, n in a["roles"].items()) + f" ({a['failed_calls']})")]
-    return Table("Decisions", ("Measure", "Value"), tuple(rows),
-                 "A fallback is a decision whose reply could not be parsed even after one retry "
-                 "(the paper reports 6.3% format errors for Qwen2.5-VL-32B).")
+    notes = []
+    if calls:
+        notes.append("An unusable reply is a call whose reply could not be read; the seed agents do not retry: "
+                     "the agent goes on without that reply (its counted fallback), and a step whose choosing "
+                     "call was read keeps its action.")
+    if single > 0 or not agents:
+        notes.append("A fallback is a decision whose reply could not be parsed even after one retry "
+                     "(the paper reports 6.3% format errors for Qwen2.5-VL-32B).")
+    return Table("Decisions", ("Measure", "Value"), tuple(rows), " ".join(notes))
 
 
 def trajectory_table(selected: Sequence[dict]) -> Table:

@@ -565,7 +565,10 @@ const KNOWN = new Set(["prompt_hash", "decision", "action", "confidence", "reaso
                        "parse_error", "problems", "stop_check", "latency_s", "views", "raw"]);
 
 function decision(d) {
-  const box = el("div", "svd" + (d.fallback ? " fallback" : "")), dl = el("dl");
+  // A seed agent's step lists its calls; one unusable call is not a fallback of the step's action.
+  const calls = Array.isArray(d.calls) ? d.calls : null;
+  const unusable = (calls || []).filter((c) => c.parse_error != null || c.parsed === false);
+  const box = el("div", "svd" + ((calls ? unusable.length : d.fallback) ? " fallback" : "")), dl = el("dl");
   const row = (k, v) => { if (v != null && v !== "") dl.append(el("dt", null, k), el("dd", null, v)); };
   const dec = d.decision || {}, check = d.stop_check, lat = d.latency_s;
   row("prompt hash", Array.isArray(d.prompt_hash) ? d.prompt_hash.join(", ") : d.prompt_hash);
@@ -575,7 +578,11 @@ function decision(d) {
   row("thoughts", dec.thoughts);
   for (const o of dec.observations || []) row(`saw ${o.view}`, o.description);
   if (d.retries) row("retries", d.retries);
-  if (d.fallback) row("fell back", d.parse_error || "reply not parsed");
+  if (calls) {
+    row("calls", calls.map((c) => c.role + (unusable.includes(c) ? " (unusable)" : "")).join(", "));
+    const why = (c) => `${c.role}: ${c.parse_error || "not read"}`;
+    if (unusable.length) row("unusable replies", unusable.map(why).join("; "));
+  } else if (d.fallback) row("fell back", d.parse_error || "reply not parsed");
   else if (d.parse_error) row("parse error", d.parse_error);
   if (d.problems) row("repaired", d.problems.join("; "));
   if (check) row("stop check", join(check.stop ? "stop" : "go on", num(check.confidence, 2), check.thoughts));
