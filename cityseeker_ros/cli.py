@@ -485,8 +485,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     decisions = summary.get("decisions")
     if decisions:
         total = decisions.get("latency_s", {}).get("total", {})
-        lines.append(f"  decisions: {decisions['count']}, parse errors (fallbacks) "
-                     f"{decisions['parse_error_rate']:.2f}%, retried {decisions['retry_rate']:.2f}%"
+        replies = (f"unusable replies {decisions['unusable_replies']} of {decisions['replies']}"
+                   if "replies" in decisions else f"parse errors (fallbacks) {decisions['parse_error_rate']:.2f}%")
+        lines.append(f"  decisions: {decisions['count']}, {replies}, retried {decisions['retry_rate']:.2f}%"
                      + (f", latency p50 {total['p50']:.3f} s p95 {total['p95']:.3f} s" if total else ""))
     return "\n".join(lines)
 

@@ -9,17 +9,24 @@ from typing import Any
 
 import numpy as np
 
+from cityseeker_ros.core.evaluation.step_costs import call_parsed
+
 
 def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     steps = [d for r in records for d in r.get("decisions", ())]
     n = len(steps)
     fallbacks = sum(bool(d.get("fallback")) for d in steps)
     retried = sum(int(d.get("retries", 0)) > 0 for d in steps)
+    # A decision of one reply (the vlm policy's) that fell back could not be parsed, even after the
+    # retry. A seed agent's step makes several calls and keeps its action when the choosing call was
+    # read: its replies are counted one by one instead (`unusable_replies` of `replies`).
+    one_reply = [d for d in steps if not isinstance(d.get("calls"), list)]
+    calls = [c for d in steps if isinstance(d.get("calls"), list) for c in d["calls"] if isinstance(c, dict)]
     out: dict[str, Any] = {
         "count": n,
         "fallbacks": fallbacks,
-        # A decision that fell back is one whose replies could not be parsed, even after the retry.
-        "parse_error_rate": round(100.0 * fallbacks / n, 2) if n else 0.0,
+        "parse_error_rate": (round(100.0 * sum(bool(d.get("fallback")) for d in one_reply) / len(one_reply), 2)
+                             if one_reply else 0.0),
         "retried": retried,
         "retry_rate": round(100.0 * retried / n, 2) if n else 0.0,
         "repaired": sum(bool(d.get("problems")) for d in steps),
@@ -27,6 +34,9 @@ def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "cut_replies": sum(int(d.get("cut_replies", 0)) for d in steps),
         "episodes_ended_by_error": sum(r.get("end_reason") == "error" for r in records),
     }
+    if calls:
+        out["replies"] = len(calls)
+        out["unusable_replies"] = sum(not call_parsed(c) for c in calls)
     keys = sorted({k for d in steps for k in (d.get("latency_s") or {})})
     latency = {}
     for key in keys:

@@ -31,3 +31,14 @@ def test_tokens_per_decision_are_summarised_where_the_backend_counted_them():
     summary = summarize_decisions([{"decisions": steps, "end_reason": "stopped"}])
     assert summary["tokens"] == {"prompt": {"mean": 600.0, "total": 1200}, "completion": {"mean": 40.0, "total": 40}}
     assert "tokens" not in summarize_decisions([{"decisions": [{"tokens": {"prompt": None}}], "end_reason": "x"}])
+
+
+def test_a_seed_agents_replies_are_counted_one_by_one_not_as_fallen_back_steps():
+    """prep's summary read 100% parse errors while every action was read: one unusable reply of k
+    per step marked the whole step. The rate is now the one-reply policies'; seed agents' replies
+    are counted as replies."""
+    steps = [{"agent": "prep", "fallback": True, "fallbacks": 1,
+              "calls": [{"role": "perception", "parse_error": "no JSON"}, {"role": "action"}]} for _ in range(3)]
+    s = summarize_decisions([{"decisions": steps, "end_reason": "stopped"}])
+    assert s["parse_error_rate"] == 0.0 and s["replies"] == 6 and s["unusable_replies"] == 3
+    assert s["fallbacks"] == 3  # the steps that used a counted fallback, as the records say
