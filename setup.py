@@ -35,7 +35,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml") + glob("config/*.rviz")
+         + glob("config/*.json")),
     ],
     python_requires=">=3.10",
     install_requires=[
@@ -101,6 +102,7 @@ setup(
             "graph_localiser = cityseeker_ros.nodes.graph_localiser:main",
             "camera_ingest = cityseeker_ros.nodes.camera_ingest:main",
             "vehicle_bridge = cityseeker_ros.nodes.vehicle_bridge:main",
+            "frames = cityseeker_ros.nodes.frames:main",
         ],
     },
 )

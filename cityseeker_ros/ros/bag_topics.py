@@ -3,6 +3,7 @@ is published with (cityseeker_ros.ros.qos), kept here without rclpy so evaluator
 can read it."""
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -21,6 +22,7 @@ REPLAY_IMAGES = "/streetview_replay/images"  # raw Image; png/jpeg on REPLAY_IMA
 SUPERVISOR_VIEWS = "/supervisor/decide_goal"  # each Decide goal sent: a view set with its prompt context
 DECISIONS = "/decision/decision"
 FLIGHT_RULE_VIOLATIONS = "/vehicle_bridge/flight_rule_violations"
+TF_TOPICS, TF_MESSAGE = ("/tf", "/tf_static"), "tf2_msgs/msg/TFMessage"
 DIAGNOSTIC_ARRAY = "diagnostic_msgs/msg/DiagnosticArray"
 
 
@@ -31,8 +33,10 @@ class TopicSpec:
     qos: QosKind = "state"
 
 
-# Everything a benchmark or live run publishes that an evaluation needs; /diagnostics is left
-# out (name it with --topics to record it), /tf is not used by the stack.
+# Everything a benchmark or live run publishes that an evaluation needs, and what a viewer needs to
+# play it back (the frames node's REP-105 frames: nodes/frames.py); /diagnostics is left out (name it
+# with --topics to record it). /tf and /tf_static only where tf2_msgs is installed (no Jazzy wheel of
+# it on the package index): a recorder cannot subscribe a type it has no class for.
 DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(REPLAY_VIEWS, VIEW_SET),
     TopicSpec(REPLAY_IMAGES, IMAGE, "images"),
@@ -50,6 +54,12 @@ DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec("/supervisor/outcome", CI + "Outcome"),
     # each flight-rule violation the vehicle bridge's monitor found (nodes/vehicle_bridge.py)
     TopicSpec(FLIGHT_RULE_VIOLATIONS, DIAGNOSTIC_ARRAY),
+    TopicSpec("/frames/odom", "nav_msgs/msg/Odometry"),
+    TopicSpec("/frames/path", "nav_msgs/msg/Path"),
+    TopicSpec("/frames/markers", "visualization_msgs/msg/MarkerArray"),
+    TopicSpec("/frames/origin", CI + "GeoPoint"),
+    *((TopicSpec(TF_TOPICS[0], TF_MESSAGE), TopicSpec(TF_TOPICS[1], TF_MESSAGE))
+      if importlib.util.find_spec("tf2_msgs") is not None else ()),
 )
 
 # Topics outside the default list whose type and QoS are known anyway.

@@ -104,6 +104,7 @@ RUN = (
     ParamSpec("limit", 0, "run only the first N episodes (0: all)"),
     ParamSpec("per_category", 0, "only the first N episodes of each category of each city (0: all); limit then "
               "cuts that list"),
+    ParamSpec("facts", "all", "questions: all, or map: only those whose every fact is the map's"),
     ParamSpec("tasks", "", "JSON list of [episode_id, seed] pairs to run, in order; '' = episodes x seeds "
               "(the runner passes the tasks a resumed run still needs)"),
     ParamSpec("max_steps", DEFAULT_MAX_STEPS, "step budget per episode (must match the world node's)"),
@@ -229,10 +230,39 @@ CAMERA_INGEST = (
     ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
 )
 
+FRAMES = (
+    ParamSpec("source", "replay", "what moves base_link: replay (the world's ~/pose) or vehicle (a vehicle "
+              "bridge's ~/fix and ~/odom, any link)"),
+    ParamSpec("data", "", "dataset folder with the street graph: its origin is `map`'s, its graph the markers"),
+    DATASET,
+    FAMILY,
+    CITY,
+    ParamSpec("origin", "", "'lat,lon[,alt]' of `map` when no data is given (a vehicle without a world)"),
+    ParamSpec("replay_node", "/streetview_replay", "the benchmark world node (source replay)"),
+    ParamSpec("vehicle_node", "/vehicle_bridge", "the vehicle bridge node (source vehicle)"),
+    ParamSpec("episode_topic", "/streetview_replay/episode", "Episode topic whose task's target is drawn "
+              "(/supervisor/episode on a live run); '' draws no target"),
+    ParamSpec("map_frame", "map", "world-fixed ENU frame at the geographic origin (REP 105)"),
+    ParamSpec("odom_frame", "odom", "continuous odometry frame (REP 105)"),
+    ParamSpec("base_frame", "base_link", "vehicle body frame, FLU (REP 103)"),
+    ParamSpec("cameras", "[]", "JSON list of camera mounts on base_link: {frame_id, xyz [m], rpy_deg}; each is "
+              "a static transform, with <frame_id>_optical below it"),
+    ParamSpec("target_radius_m", 15.0, "radius of the target area's ring"),
+    ParamSpec("path_max_poses", 2000, "poses kept on ~/path (the oldest go first)"),
+    ParamSpec("path_min_spacing_m", 0.5, "a pose nearer than this to the last one replaces it"),
+    ParamSpec("fix_match_tolerance_s", 0.0, "a fix and an odometry this close in stamp are one instant (the "
+              "bridge stamps both alike)"),
+    ParamSpec("tf_period_s", 0.1, "the newest map -> odom -> base_link is sent again, stamped now, when nothing "
+              "newer went out for this long: /tf is volatile, and a viewer that starts late or a replayed walker "
+              "standing still must still find the vehicle"),
+    ParamSpec("diagnostics_period_s", 1.0, "seconds between /diagnostics reports"),
+)
+
 # Node names as the executables name them by default (and config/<name>.yaml's top-level key).
 NODES: dict[str, tuple[ParamSpec, ...]] = {
     "streetview_replay": STREETVIEW_REPLAY,
     "graph_localiser": GRAPH_LOCALISER,
+    "frames": FRAMES,
     "camera_ingest": CAMERA_INGEST,
     "decision": VLM_DECISION,
     "vehicle_bridge": VEHICLE_BRIDGE,
@@ -300,7 +330,7 @@ def run_config(values: dict[str, Any]) -> tuple[BenchmarkConfig, list[tuple[str,
         seeds=[int(s) for s in values["seeds"]],
         max_steps=int(values["max_steps"]), max_invalid_retries=int(values["max_invalid_retries"]),
         limit=int(values["limit"]) or None, per_category=int(values["per_category"]) or None,
-        dtw_threshold_m=float(values["dtw_threshold_m"]),
+        facts=str(values["facts"]), dtw_threshold_m=float(values["dtw_threshold_m"]),
         views=values["views"] or None, view_params=parsed("view_params"), strategies=strategies,
         rounds=int(values["rounds"]), max_backtracks=int(values["max_backtracks"]),
         follow_hints=values["follow_hints"], memory=values["memory"] or None)
