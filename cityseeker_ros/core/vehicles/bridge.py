@@ -324,12 +324,7 @@ class VehicleBridge:
             if self.authority.state is not State.PILOT:
                 return self._not_taken(f"no pilot takeover to end: the stack is {self.authority.state.value}")
             self._take_requested = self.authority.heard
-        if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
-            try:
-                self._locked_tick(self.clock())
-            finally:
-                self._tick_lock.release()
-        else:
+        if not self._tick_now():
             with self._lock:
                 unapplied, self._take_requested = self._take_requested is not None, None
             if unapplied or not self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
@@ -350,17 +345,18 @@ class VehicleBridge:
             setattr(self, name, self.authority.heard)
         self._tick_now()
 
-    def _tick_now(self) -> None:
+    def _tick_now(self) -> bool:
         """An operator's request takes effect before the call returns (its stop is on the wire), so
         a decision sent after the call is one made after that stop, as the vehicle sees it too; a
-        stalled safety thread leaves it to the next tick."""
+        stalled safety thread leaves it to the next tick (False)."""
         if self._tick_lock.acquire(timeout=self.door.hold_timeout_s):
             try:
                 self._locked_tick(self.clock())
             finally:
                 self._tick_lock.release()
-        else:
-            self._wake.set()
+            return True
+        self._wake.set()
+        return False
 
     # -- what the outside reads (never blocks on the link) ----------------------------------------
 
