@@ -96,7 +96,7 @@ extra-%:
 # solvable ceiling); prints them side by side with a one-line reading and writes the report.
 # Rerunning resumes.
 demo: $(VENV)/.demo-installed fonts
-	@echo "make: building the Monaco world (every task family: needs, landmark goals, questions; 2 to 3" \
+	@echo "make: building the Monaco world (every task family: needs, landmark goals, questions; 3 to 5" \
 	  "minutes on 2 cores, skipped when it is up to date), then running ocr-embed through the ROS 2 node" \
 	  "set (5 minutes; the first episode comes after the nodes start and the OCR models load, about a minute)"
 	$(BIN)/cityseeker world build monaco --out $(DEMO_WORLD)

@@ -410,9 +410,11 @@ def test_the_task_family_commands_run_as_make_demo_leaves_the_clone():
 def test_the_readme_s_results_table_has_a_legend_for_each_of_its_metrics():
     """TCE, TCP50, TCC, SPL, OSR and SPD stood unexplained under the demo's table."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    header = next(line for line in readme.splitlines() if line.startswith("| Run | Episodes x seeds |"))
-    acronyms = [m.group(1) for m in re.finditer(r"\| ([A-Z][A-Z0-9]+) \(", header) if m.group(1) != "AS"]
+    lines = readme.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| Measure |"))  # compare's measures table
+    rows = [line for line in lines[header + 2:] if line.startswith("| ")][:8]
+    acronyms = [m.group(1) for line in rows if (m := re.match(r"\| ([A-Z][A-Z0-9]+) \(", line)) and m.group(1) != "AS"]
     assert acronyms == ["TCE", "TCP50", "TCC", "SPL", "OSR", "SPD"], acronyms
-    after = readme[readme.index(header):]
+    after = readme[readme.index(lines[header]):]
     assert all(f"- **{name}** (" in after for name in acronyms), [n for n in acronyms if f"- **{n}** (" not in after]
     assert "cityseeker.txt, section 4.2" in after
