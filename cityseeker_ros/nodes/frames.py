@@ -142,7 +142,7 @@ class FramesNode(Node):
         self._odom_pub = self.create_publisher(Odometry, "~/odom", qos.STATE)
         self._path_pub = self.create_publisher(PathMsg, "~/path", qos.STATE)
         self._markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.STATE)
-        self._origin_pub = self.create_publisher(typed.ci.GeoPoint, "~/origin", qos.STATE)
+        self._origin_pub = self.create_publisher(typed.msg_type(GeoOrigin), "~/origin", qos.STATE)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos.DIAGNOSTICS)
 
         if self._source == "replay":
@@ -170,7 +170,7 @@ class FramesNode(Node):
 
     def _publish_once(self) -> None:
         origin = self._map.origin
-        self._origin_pub.publish(typed.ci.GeoPoint(latitude=origin.lat, longitude=origin.lon, altitude=origin.alt))
+        self._origin_pub.publish(typed.to_ros(origin))
         if self._tf_static_pub is not None and self._static:
             now = self.get_clock().now().nanoseconds
             self._tf_static_pub.publish(self._tf_type(transforms=[transform_msg(t, now) for t in self._static]))

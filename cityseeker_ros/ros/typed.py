@@ -29,6 +29,7 @@ from std_msgs.msg import Header
 
 from cityseeker_interfaces import msg as ci
 from cityseeker_ros.core.agents.policies.base import Decision, PromptContext
+from cityseeker_ros.core.frames.geo_origin import GeoOrigin
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.infra.text import clean_json, clean_text, loads_json
 from cityseeker_ros.core.loop.guidance import Guidance
@@ -81,6 +82,14 @@ def _header(stamp: Optional[Stamp], frame_id: str = "") -> Header:
 
 def _geo(lat: Optional[float], lon: Optional[float], alt: Optional[float] = None) -> ci.GeoPoint:
     return ci.GeoPoint(latitude=nan_or(lat), longitude=nan_or(lon), altitude=nan_or(alt))
+
+
+def origin_to_ros(origin: GeoOrigin) -> ci.GeoPoint:
+    return _geo(origin.lat, origin.lon, origin.alt)
+
+
+def origin_from_ros(msg: ci.GeoPoint) -> GeoOrigin:
+    return GeoOrigin(float(msg.latitude), float(msg.longitude), float(msg.altitude))
 
 
 def _metrics(values: Optional[Mapping[str, Any]]) -> list[ci.Metric]:
@@ -421,6 +430,7 @@ WIRE: dict[type, tuple[type, Callable[..., Any], Callable[[Any], Any]]] = {
     CommandMsg: (ci.MotionCommand, command_to_ros, command_from_ros),
     BridgeStatus: (ci.SafetyStatus, safety_to_ros, safety_from_ros),
     Action: (ci.AgentAction, action_to_ros, action_from_ros),
+    GeoOrigin: (ci.GeoPoint, origin_to_ros, origin_from_ros),  # the frames node's map origin
 }
 _BY_MESSAGE = {msg_type: (record, decode) for record, (msg_type, _, decode) in WIRE.items()}  # by class
 

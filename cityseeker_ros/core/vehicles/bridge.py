@@ -548,12 +548,17 @@ class VehicleBridge:
 
     def _foreign(self, snap: Optional[_Snapshot]) -> Optional[str]:
         """Evidence that someone else changed the vehicle's mode: the link says so, or (for links that
-        do not say) a vehicle that left the control mode while the stack commanded it."""
+        do not say) a vehicle that left the control mode while the stack commanded it. Not for a link
+        that says so itself: on MAVLink `in_control` also reads false while the control mode's heartbeat
+        is late or the stream stopped on a starved keepalive, and the bridge took that for a pilot (the
+        PX4 soak at load 30: `pilot` with no pilot, and no end hold)."""
         if snap is None or snap.read_at <= self._trust_after:
             return None
         if snap.state.foreign_mode is not None:
             return f"the vehicle is in {snap.state.foreign_mode}, a mode the stack did not ask for"
         since = self._control_since
+        if self.capabilities.reports_foreign_mode:
+            return None
         if self.capabilities.take_control and self.authority.state is State.COMMANDING and since is not None \
                 and snap.read_at > since and not snap.state.in_control:
             return f"the vehicle left the stack's mode (now {snap.state.mode})"

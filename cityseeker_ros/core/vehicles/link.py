@@ -116,6 +116,9 @@ class Capabilities:
     fence: bool = False
     take_control: bool = False  # the vehicle has a mode that the stack must enter and can lose
     terminate: bool = False  # the link can cut the motors (flight termination); never an e-stop default
+    # The link itself says when the vehicle is in a mode the stack did not ask for (VehicleState.foreign_mode,
+    # PilotOverride); a link that does not is judged by the bridge from in_control while commanding.
+    reports_foreign_mode: bool = False
 
 
 @dataclass(frozen=True)

@@ -312,3 +312,27 @@ def test_a_take_control_before_the_bridge_saw_the_pilot_does_not_end_the_takeove
     assert link.names()[calls:] == []
     link.foreign = None
     assert b.take_control() is True and b.control_note.startswith("the stack has control")
+
+
+class SaysItself(ScriptedLink):
+    """A link that reports foreign modes itself, as MAVLink does."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return replace(super().capabilities, reports_foreign_mode=True)
+
+
+def test_a_late_control_mode_is_no_pilot_on_a_link_that_reports_foreign_modes_itself(made):
+    """Found by the PX4 soak at load 30: the bridge went to `pilot` with no pilot (the control mode's
+    heartbeat late, or the stream stopped on a starved keepalive, reads in_control false) and sent no
+    end hold. A link that reports foreign modes itself is taken at its word."""
+    link = SaysItself(take_control=True)
+    b = bridge_for(made, link)
+    b.command(goal())
+    assert wait_for(lambda: link.names()[-2:] == ["take_control", "go_to"])
+    link.in_control = False  # not (yet) shown in the control mode; nothing foreign reported
+    assert not wait_for(lambda: b.status().code == PILOT_OVERRIDE, 0.6)
+    b.command(goal(50.0))
+    assert wait_for(lambda: link.names().count("go_to") == 2, 2.0)  # still the stack's to fly
+    link.foreign = "POSCTL"  # the link's own word
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 2.0)

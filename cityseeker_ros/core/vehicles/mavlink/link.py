@@ -195,7 +195,7 @@ class MavlinkLink(VehicleLink):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(arm=True, takeoff=True, go_to=True, velocity=True, hold=True, land=True, rtl=True,
-                            fence=True, take_control=True)
+                            fence=True, take_control=True, reports_foreign_mode=True)
 
     @property
     def flavour(self) -> Flavour:
