@@ -724,9 +724,13 @@ class VehicleBridge:
         e-stop trip, a Seek's end, an RTL, a close) refuses at once, before its hold is scheduled: under
         load the hold's thread may wait a third of a second for a core (found by the PX4 soak). Plain
         reads, no lock: the link asks under its own lock."""
-        return (self.authority.state in MOVING_STATES and not self._closing and not self.gate.estop.latched
-                and self._estop_trips == self._estop_trips_handled and self._end_requested is None
-                and self._rtl_requested is None and self._pilot_reported is None)
+        return self.authority.state in MOVING_STATES and not self._stop_decided() and self._pilot_reported is None
+
+    def _stop_decided(self) -> bool:
+        """A stop decided that the safety thread may not have applied yet: an e-stop (latched, or a trip
+        not yet handled), a Seek's end, an RTL, a close. Plain reads: a link may ask under its own lock."""
+        return (self._closing or self.gate.estop.latched or self._estop_trips != self._estop_trips_handled
+                or self._end_requested is not None or self._rtl_requested is not None)
 
     def _foreign_after_end(self) -> Optional[str]:
         """The mode a pilot switched to, as the link saw it up to the end's hold (links with modes)."""
@@ -790,13 +794,12 @@ class VehicleBridge:
         def allowed() -> bool:
             if not self.authority.may_send(send) or self._safety_stalled() is not None:
                 return False
-            if self._closing or self._end_requested is not None or self._rtl_requested is not None:
-                return False  # a stop asked for and not yet applied by the safety thread
+            if self._stop_decided():
+                return False
             with self._lock:
                 if self._pilot_reported is not None or self._lost_reason() is not None:
                     return False
-            return matches(self._verdict().command) and not self.gate.estop.latched \
-                and self._estop_trips == self._estop_trips_handled
+            return matches(self._verdict().command)
         return allowed
 
     def _motion_loop(self) -> None:

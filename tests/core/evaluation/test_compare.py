@@ -33,9 +33,8 @@ from cityseeker_ros.core.evaluation.report.comparison import comparison_html, co
 from cityseeker_ros.core.evaluation.report.tables import fmt_mean_sd
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.tasks.family import get_family
-from tests.core.agents.seeds.test_seed_golden import _answer
-from tests.core.agents.vlm import canned_server
-from tests.core.agents.vlm.canned_server import MODEL, CannedServer
+from tests.core.agents.seeds.test_seed_pipelines import server  # noqa: F401 (the canned server fixture)
+from tests.core.agents.vlm.canned_server import MODEL
 from tests.core.evaluation.test_bootstrap import AGENT, REFERENCE, exact_distribution, quantile
 
 NEEDS = get_family("needs")
@@ -248,16 +247,7 @@ def test_runs_of_two_families_are_compared_family_by_family(tiny_city, grid_dir,
         load_runs([tmp_path / "n-random", tmp_path / "l-random"])
 
 
-@pytest.fixture
-def server(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.setattr(canned_server, "good_reply", _answer)
-    s = CannedServer()
-    yield s
-    s.close()
-
-
-def test_compare_of_two_agents_prints_intervals_cost_and_loop_classes(tiny_city, server, tmp_path, capsys):
+def test_compare_of_two_agents_prints_intervals_cost_and_loop_classes(tiny_city, server, tmp_path, capsys):  # noqa: F811
     served = {"backend": "openai", "model": MODEL, "backend_params": {"base_url": server.url, "timeout_s": 20}}
     for name, switches in (("navgpt", {"cot": True}), ("prep", {"reflection": False})):
         _run(tiny_city, tmp_path / name, policy=name, policy_params={**served, **switches}, seeds=[0, 1], max_steps=4)
