@@ -329,7 +329,15 @@ def _release_loop(loop: Optional[asyncio.AbstractEventLoop]) -> None:
         for task in pending:
             task.cancel()
         if pending:  # no connection uses the loop now: it may run here, to let them end
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            ended = asyncio.gather(*pending, return_exceptions=True)
+            for _ in range(50):  # the library's answers stop the loop: each stop ends one run
+                if ended.done():
+                    break
+                try:
+                    loop.run_until_complete(ended)
+                except RuntimeError:
+                    if loop.is_running():
+                        raise
         if wrapper is not None:
             wrapper.close(all_fds=True)
         else:

@@ -3,8 +3,10 @@ event loop of the thread that made it and tornado keeps every such loop, so a pr
 bridges and tripped e-stops (each on a thread of its own) gained about 21 descriptors a bridge and
 ran past 1024 in the whole suite. A hold from any thread now goes out on the link's one hold thread,
 and a loop is closed with its last connection. The AirSim RPC layer is the project's fake (AirSim
-itself cannot run here). The count runs in a fresh interpreter: in the whole suite, threads other
-tests left behind open and close descriptors of their own while this one counts."""
+itself cannot run here). Closing a loop ran its cancelled writes once, but the library's answers
+stop the loop: one run in six ended early and left its loop open (6-21 descriptors over 12 bridges,
+CI's failure at 18); the writes now run until they end. The count runs in a fresh interpreter: in
+the whole suite, threads other tests left behind open and close descriptors of their own."""
 from __future__ import annotations
 
 import os
@@ -48,7 +50,7 @@ def test_bridges_and_estops_leave_no_descriptors_behind():
     code = "from tests.core.vehicles.airsim.test_threads_and_loops import descriptors_gained_over as d; print(d(12))"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert int(done.stdout.split()[-1]) <= 12  # 21 a bridge before
+    assert int(done.stdout.split()[-1]) <= 3  # 21 a bridge before the hold thread, 0.5-1.5 before the rerun
 
 
 def test_a_hold_from_a_fresh_thread_makes_no_connection_of_its_own():
