@@ -148,6 +148,9 @@ class _ModeRequest:
     # modes asked for just before this one (within settle_s of each other): while this one is pending, a
     # heartbeat may still show one of them (an RTL asked, then OFFBOARD 0.3 s later: AUTO.RTL shows between)
     recent: frozenset = frozenset()
+    failed: bool = False  # its call failed: the vehicle never took it
+    # the request before it, while this one is unconfirmed: what counts again if this one fails
+    previous: Optional[_ModeRequest] = None
 
 
 Setpoint = Union[PositionSetpoint, VelocitySetpoint, PathSetpoint]
@@ -368,7 +371,7 @@ class MavlinkLink(VehicleLink):
         become foreign (the rules are in the module docstring)."""
         flavour, asked = self.flavour, self._asked
         if asked is not None and asked.sent and mode == asked.mode:
-            asked.shown = True
+            asked.shown, asked.previous = True, None
         if self._foreign is not None:
             self._foreign = mode  # sticky: it names the mode the vehicle is in now
             return False
@@ -406,15 +409,21 @@ class MavlinkLink(VehicleLink):
             raise PilotOverride(self._refusal())
         now, old = time.monotonic(), self._asked
         recent = old.recent | {old.mode} if old is not None and now - old.at <= self.settle_s else frozenset()
-        self._asked = _ModeRequest(mode, shown, now, recent=recent)
+        self._asked = _ModeRequest(mode, shown, now, recent=recent, previous=old)
         if clears:
             self._foreign, self._operator_release = None, False
         return old
 
     def _unask(self, old: Optional[_ModeRequest], mine: Optional[_ModeRequest] = None) -> None:
-        """A request failed: the vehicle stays where it was, so the earlier request is what counts."""
+        """A request failed: the vehicle stays where it was, so the latest earlier request that did not
+        fail is what counts (a take-control cut off by a link loss, then the loss's hold failing too:
+        restoring the failed take-control made the hold mode the vehicle never left look foreign)."""
         with self._motion_lock:
+            if mine is not None:
+                mine.failed = True
             if mine is None or self._asked is mine:
+                while old is not None and old.failed:
+                    old = old.previous
                 self._asked = old
 
     def _shown_mode(self) -> str:
@@ -461,7 +470,7 @@ class MavlinkLink(VehicleLink):
                       self.flavour.set_mode_params(mode))
         with self._motion_lock:
             if self._asked is not None and self._asked.mode == mode:
-                self._asked.acked = True
+                self._asked.acked, self._asked.previous = True, None
 
     def _ask_and_set_mode(self, mode: str, clears: bool = False) -> None:
         old = self._ask_for(mode, clears)

@@ -283,3 +283,40 @@ def test_a_failsafe_into_the_hold_mode_just_before_the_stacks_hold_leaves_is_for
     assert sim.count((), since=started, commands=frozenset({mavlink.MAV_CMD_DO_SET_MODE})) == 0  # never left
     with pytest.raises(PilotOverride):
         link.take_control()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_hold_mode_the_vehicle_never_left_is_not_foreign_after_a_take_control_and_a_hold_both_lost(
+        vehicle, flavour):
+    """Found by the PX4 soak: the vehicle holding, a goal's take-control under way when the radio
+    dropped, then the loss's hold. The take-control failed first, then the hold; the hold's failure
+    put back the request before it, the failed take-control, so at the radio's return the hold mode
+    the vehicle never left read as a mode the stack had not asked for: the bridge left it to a
+    pilot and sent no end hold. A failed request now gives way to the last one that did not fail."""
+    sim, link = vehicle(flavour, link={"command_timeout_s": 0.3, "command_retries": 1})
+    airborne(link)
+    link.hold()
+    wait_until(lambda: link.state().mode == HOLD[flavour], 2.0, what="the hold shown")
+    sim.drop_link(3600.0)
+    failed = []
+
+    def attempt(call) -> None:
+        try:
+            call()
+        except LinkError as exc:
+            failed.append((call.__name__, exc))
+
+    control = threading.Thread(target=attempt, args=(link.take_control,))
+    control.start()
+    wait_until(lambda: link._asked.mode != HOLD[flavour], 1.0, what="the take-control asked for")
+    time.sleep(link.prestream_s if link.flavour.needs_stream else 0.0)
+    time.sleep(0.1)  # its mode change has left: it fails before the hold asked now
+    hold = threading.Thread(target=attempt, args=(link.hold,))
+    hold.start()
+    control.join(5.0)
+    hold.join(5.0)
+    assert [name for name, _ in failed] == ["take_control", "hold"], failed
+    sim.drop_link(0.0)
+    wait_until(lambda: not link.link_lost, 4.0, what="the link back")
+    time.sleep(link.settle_s + 1.1)  # past the settle window, and a heartbeat after it
+    assert link.state().mode == HOLD[flavour] and link.state().foreign_mode is None
