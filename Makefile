@@ -46,9 +46,11 @@ CHROMIUM := /usr/bin/chromium
 .PHONY: demo test fonts chromium clean-demo help
 .DEFAULT_GOAL := help
 
-# Both installs build cityseeker_interfaces (setup.py requires it): a changed .msg/.action reinstalls.
+# Both installs build cityseeker_interfaces and vendor/tf2_msgs (setup.py requires them): a changed
+# .msg/.action reinstalls.
 INTERFACES := $(wildcard cityseeker_interfaces/*.txt cityseeker_interfaces/*.toml cityseeker_interfaces/*.xml \
-	cityseeker_interfaces/msg/*.msg cityseeker_interfaces/action/*.action)
+	cityseeker_interfaces/msg/*.msg cityseeker_interfaces/action/*.action \
+	vendor/tf2_msgs/*.txt vendor/tf2_msgs/*.toml vendor/tf2_msgs/*.xml vendor/tf2_msgs/msg/*.msg)
 # Stamps, not $(BIN)/cityseeker: the demo's lighter install also makes that file.
 $(VENV)/.test-installed: setup.py constraints.txt $(INTERFACES)
 	@echo "make: installing cityseeker_ros and every extra into $(VENV), building cityseeker_interfaces" \

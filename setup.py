@@ -22,9 +22,12 @@ AR = ["aiohttp>=3.9", "cryptography>=42", "segno>=1.6"]
 # CMake against the ROS wheels (its pyproject.toml), so `pip install -e .` installs them too. A pip
 # requirement needs an absolute file:// URL, hence computed here (setup.py is dynamic). On a ROS 2
 # install (ROS_DISTRO set: a sourced setup.bash, colcon, the Docker image) colcon builds that
-# package instead, and pip must not lay the PyPI ROS wheels over the distribution's.
+# package instead, and pip must not lay the PyPI ROS wheels over the distribution's. vendor/tf2_msgs
+# (the same kind of package) gives /tf and /tf_static their message, which the wheels lack; a ROS 2
+# install has its own.
 INTERFACES = [] if os.environ.get("ROS_DISTRO") else [
-    f"cityseeker_interfaces @ {(Path(__file__).resolve().parent / 'cityseeker_interfaces').as_uri()}"]
+    f"{name} @ {(Path(__file__).resolve().parent / folder).as_uri()}"
+    for name, folder in (("cityseeker_interfaces", "cityseeker_interfaces"), ("tf2_msgs", "vendor/tf2_msgs"))]
 
 setup(
     name=PACKAGE,

@@ -163,3 +163,22 @@ def test_ament_python_package_files_are_there():
     for name in ("package.xml", "setup.py", "setup.cfg", "resource/cityseeker_ros"):
         assert (REPO / name).exists(), name
     assert "<build_type>ament_python</build_type>" in (REPO / "package.xml").read_text()
+
+
+def test_the_cpu_image_copies_every_local_package_setup_py_installs():
+    """`pip install .` in the CPU image builds the typed interfaces from their folders (setup.py's
+    INTERFACES): the image copied neither, so its build failed at pip."""
+    rows = instructions(DOCKER / "Dockerfile.cpu")
+    copied = set()
+    for keyword, args in rows:
+        if keyword == "COPY":
+            *sources, _ = shlex.split(args)
+            for source in sources:
+                assert (REPO / source).exists(), f"COPY {source}: missing in the repository"
+            copied |= set(sources)
+    local = re.findall(r'\("[\w]+", "([\w/]+)"\)', (REPO / "setup.py").read_text())
+    assert local == ["cityseeker_interfaces", "vendor/tf2_msgs"]
+    for folder in local:
+        assert any(folder == c or folder.startswith(c.rstrip("/") + "/") for c in copied), folder
+    runs = " ".join(args for keyword, args in rows if keyword == "RUN")
+    assert "build-essential" in runs and "constraints.txt" in runs

@@ -13,8 +13,10 @@ Publishes /tf (map -> odom -> base_link, and base_link -> view_<i> at each view'
 target area, latched), `~/origin` (cityseeker_interfaces/GeoPoint, latched: geographic_msgs has no
 wheel for Jazzy, and GeoPoint.msg has its fields) and the origin on /diagnostics.
 
-/tf and /tf_static need tf2_msgs; where it is not installed the node says so once, in its log and
-its diagnostics, and publishes the rest. The logic lives in core/frames; this node converts.
+/tf and /tf_static carry tf2_msgs/TFMessage: a ROS 2 install's tf2_msgs, or on a pip-only machine
+vendor/tf2_msgs, which `pip install -e .` builds (the PyPI Jazzy wheels have none). Where neither
+is installed (a ROS 2 install without tf2_msgs) the node says so once, in its log and its
+diagnostics, and publishes the rest. The logic lives in core/frames; this node converts.
 """
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ COLOURS = {GRAPH: (0.6, 0.6, 0.6, 0.8), TARGET: (1.0, 0.3, 0.1, 1.0), TARGET_ARE
 
 
 def tf_message_type() -> Optional[type]:
-    """tf2_msgs/TFMessage where installed (a ROS 2 install; no Jazzy wheel of it on the package index)."""
+    """tf2_msgs/TFMessage where installed (the distribution's, or vendor/tf2_msgs from `pip install -e .`)."""
     try:
         from tf2_msgs.msg import TFMessage
     except ImportError:
@@ -134,7 +136,8 @@ class FramesNode(Node):
         self._tf_pub = self._tf_static_pub = None
         if tf_type is None:
             self.get_logger().warning("tf2_msgs is not installed: /tf and /tf_static are off; odometry, path, "
-                                      "markers and the origin are published")
+                                      "markers and the origin are published (on a ROS 2 install add its "
+                                      "tf2_msgs package; pip only: pip install ./vendor/tf2_msgs)")
         else:
             self._tf_type = tf_type
             self._tf_pub = self.create_publisher(tf_type, "/tf", TF)

@@ -35,8 +35,8 @@ class TopicSpec:
 
 # Everything a benchmark or live run publishes that an evaluation needs, and what a viewer needs to
 # play it back (the frames node's REP-105 frames: nodes/frames.py); /diagnostics is left out (name it
-# with --topics to record it). /tf and /tf_static only where tf2_msgs is installed (no Jazzy wheel of
-# it on the package index): a recorder cannot subscribe a type it has no class for.
+# with --topics to record it). /tf and /tf_static only where tf2_msgs is installed (a ROS install's,
+# or vendor/tf2_msgs built by `pip install -e .`): a recorder cannot subscribe a type it has no class for.
 DEFAULT_TOPICS: tuple[TopicSpec, ...] = (
     TopicSpec(REPLAY_VIEWS, VIEW_SET),
     TopicSpec(REPLAY_IMAGES, IMAGE, "images"),

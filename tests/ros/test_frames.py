@@ -1,12 +1,18 @@
 """The frames node over loopback DDS during a benchmark replay: the walker's `map` position (the
-path, and the /tf chain map -> odom -> base_link where tf2_msgs is installed) lands on the graph
-node it stands at within 0.5 m at every step; the origin, the graph and the target are latched in
-`map`; bad parameters stop the node with one line."""
+path, and the /tf chain map -> odom -> base_link) lands on the graph node it stands at within
+0.5 m at every step; the origin, the graph and the target are latched in `map`; without tf2_msgs
+the node says why /tf is off and publishes the rest; bad parameters stop the node with one line.
+
+tf2_msgs comes from vendor/tf2_msgs on a pip-only machine (setup.py builds it). No tf2 Buffer is
+at hand in Python there (tf2_ros and tf2_py have no Jazzy wheel either), so the probe
+(tests/ros/frames_probe.py) reads /tf and /tf_static with plain rclpy subscriptions and composes
+map -> odom -> base_link itself, with core.frames' TransformTree."""
 from __future__ import annotations
 
 import importlib.util
 import json
 import math
+import os
 import subprocess
 from pathlib import Path
 
@@ -45,7 +51,23 @@ def params_file(tmp_path: Path, node: str, **values) -> str:
     return str(path)
 
 
-def test_replayed_walker_is_on_the_graph_in_map(ros_processes, tiny_city, tmp_path):
+def hide_tf2_msgs(ros_processes, folder: Path) -> None:
+    """Every process started from here on finds a tf2_msgs that fails to import, as on a ROS 2
+    install without it."""
+    package = folder / "tf2_msgs"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('raise ImportError("tf2_msgs hidden by the test")\n')
+    paths = [str(folder), ros_processes.env.get("PYTHONPATH", "")]
+    ros_processes.env = {**ros_processes.env, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+@pytest.mark.parametrize("tf2_msgs", ["installed", "missing"])
+def test_replayed_walker_is_on_the_graph_in_map(ros_processes, tiny_city, tmp_path, tf2_msgs):
+    if tf2_msgs == "installed" and not TF2_MSGS:
+        pytest.skip("tf2_msgs is not installed (pip installs vendor/tf2_msgs; this ROS 2 install lacks it)")
+    tf = tf2_msgs == "installed"
+    if not tf:
+        hide_tf2_msgs(ros_processes, tmp_path / "hidden")
     world = load_dataset(tiny_city)[0]
     ros_processes.node(REPLAY, "--params-file", str(CONFIG / "streetview_replay.yaml"),
                        "-p", f"data:={tiny_city}", "-p", "episode:=0", "-p", "panorama:=false")
@@ -54,17 +76,22 @@ def test_replayed_walker_is_on_the_graph_in_map(ros_processes, tiny_city, tmp_pa
                        "--params-file", params_file(tmp_path, "frames", data=str(tiny_city), cameras=cameras))
     report = _probe(ros_processes, {"headings": [90.0, 90.0, 90.0], "timeout_s": 60})
 
+    assert report["tf"] is tf
     steps = report["steps"]
     assert [s["node"] for s in steps] == ["00000000", "00000001", "00000002", "00000003", "00000003"], steps
     assert steps[-1]["done"]
-    for s in steps:
+    for i, s in enumerate(steps):
         assert s["outputs"], f"no frames output for the view set at {s['node']}: {report}"
         node = world.graph.nodes[s["node"]]
         east, north = (float(v) for v in world.graph.frame.to_xy(node.lat, node.lon))
         assert math.dist(s["path_xy"], (east, north)) < TOLERANCE_M, (s, east, north)
         assert s["odom_frames"] == ["odom", "base_link"]
-        if report["tf"]:
+        if tf:  # /tf read over DDS, map -> odom -> base_link composed by the probe
             assert math.dist(s["tf_xy"], (east, north)) < TOLERANCE_M, (s, east, north)
+            if i:  # each step walked east: base_link faces +x of map (ENU)
+                assert abs(s["tf_yaw"]) < 0.05, s
+        else:
+            assert "tf_xy" not in s
     # the walker goes east: the path grows by one pose a node, and the yaw says east
     assert [s["path_len"] for s in steps] == [1, 2, 3, 4, 4]
 
@@ -79,21 +106,30 @@ def test_replayed_walker_is_on_the_graph_in_map(ros_processes, tiny_city, tmp_pa
     assert float(diagnostics["origin_lat"]) == pytest.approx(world.graph.frame.lat0, abs=1e-9)
     assert float(diagnostics["origin_lon"]) == pytest.approx(world.graph.frame.lon0, abs=1e-9)
     assert int(diagnostics["poses"]) == len(steps)
-    if report["tf"]:
+    log = (ros_processes.logs / "frames.log").read_text()
+    if tf:
         assert {"map", "odom", "base_link", "camera", "camera_optical"} <= set(report["frames"])
         assert report["camera_optical"] == pytest.approx([0.1, 0.0, 1.6])
-    else:  # the one line that says why /tf is off
+        assert diagnostics["tf"] == "on" and "tf2_msgs" not in log
+    else:  # the one line that says why /tf is off, and no frame on /tf
         assert diagnostics["tf"] == "off: tf2_msgs not installed"
-        assert "tf2_msgs is not installed" in (ros_processes.logs / "frames.log").read_text()
+        assert log.count("tf2_msgs is not installed") == 1, log
+        assert report["frames"] == []
 
 
-@pytest.mark.skipif(not TF2_MSGS, reason="tf2_msgs is not installed in this environment (no Jazzy wheel on the "
-                    "package index): /tf is checked where it is")
-def test_tf_is_published_where_tf2_msgs_is_installed(ros_processes, tiny_city):
-    ros_processes.node(REPLAY, "-p", f"data:={tiny_city}", "-p", "episode:=0", "-p", "panorama:=false")
-    ros_processes.node(FRAMES, "-p", f"data:={tiny_city}")
-    report = _probe(ros_processes, {"headings": [90.0], "timeout_s": 60})
-    assert report["tf"] and all("tf_xy" in s for s in report["steps"])
+@pytest.mark.skipif(not TF2_MSGS, reason="tf2_msgs is not installed (pip installs vendor/tf2_msgs; this ROS 2 "
+                    "install lacks it)")
+def test_tf2_msgs_is_upstreams_tfmessage():
+    """RViz or Foxglove on a ROS 2 install read /tf with the distribution's tf2_msgs: the installed
+    TFMessage (vendor/tf2_msgs on a pip-only machine) has the type hash (RIHS01) that rosbags
+    computes from ROS 2 Jazzy's own definition."""
+    from rosbags.typesys import Stores, get_typestore
+
+    package = Path(importlib.util.find_spec("tf2_msgs").submodule_search_locations[0])
+    prefix = package.parents[3]  # <prefix>/lib/pythonX.Y/site-packages/tf2_msgs
+    generated = json.loads((prefix / "share" / "tf2_msgs" / "msg" / "TFMessage.json").read_text())
+    expected = get_typestore(Stores.ROS2_JAZZY).hash_rihs01("tf2_msgs/msg/TFMessage")
+    assert generated["type_hashes"][0] == {"type_name": "tf2_msgs/msg/TFMessage", "hash_string": expected}
 
 
 @pytest.mark.parametrize("params,expected", [
@@ -146,7 +182,8 @@ def test_a_walker_behind_the_vehicle_bridge_is_placed_in_map_by_its_fix(ros_proc
     assert math.dist(path[-1], (end_east, end_north)) < TOLERANCE_M, path  # where it went
     assert report["odom_frames"] == ["odom", "base_link"]
     assert math.dist(report["odom_xy"], (0.0, 0.0)) > 30.0  # odometry is about the walker's own start
-    if report["tf"]:
+    assert report["tf"] is TF2_MSGS
+    if TF2_MSGS:
         assert math.dist(report["tf_xy"], (end_east, end_north)) < TOLERANCE_M
         assert math.dist(report["odom_in_map"], (start_east, start_north)) < TOLERANCE_M
 
