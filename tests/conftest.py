@@ -105,6 +105,26 @@ def monaco_pbf() -> Path:
 
 
 @pytest.fixture(scope="session")
+def packaged_questions(tmp_path_factory):
+    """`world(name)`: a packaged extract built with the needs and questions families by `cityseeker
+    world build`'s code, once per session (the question checker and pma's Monaco test share it)."""
+    import io
+
+    from cityseeker_ros.core.worlds.build import build_world
+
+    built: dict[str, Path] = {}
+
+    def world(name: str) -> Path:
+        if name not in built:
+            out = tmp_path_factory.mktemp("packaged") / name
+            build_world(name, out, name=name, families=["needs", "questions"], stream=io.StringIO())
+            built[name] = out
+        return built[name]
+
+    return world
+
+
+@pytest.fixture(scope="session")
 def monaco_dir(monaco_pbf, tmp_path_factory) -> Path:
     """A Monaco world folder built by the project's own builder, shared by the session."""
     from cityseeker_ros.core.worlds.build import build_world

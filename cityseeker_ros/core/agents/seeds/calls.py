@@ -17,7 +17,7 @@ shape, its parsing and the counted fallback are one declaration.
 Per step, `step_records()` holds one record per decision:
 
     {"step", "agent", "calls": [{"role", "schema", "tokens_in", "tokens_out", "seconds",
-     "prompt_hash", "raw", "parse_error"?}], "calls_n", "tokens_in", "tokens_out", "seconds",
+     "prompt_hash", "raw", "parsed", "parse_error"?}], "calls_n", "tokens_in", "tokens_out", "seconds",
      "fallbacks", "fallback", "decision", "state", "error"?}
 
 The agent's prompt version is `SeedAgent.version` (also `describe()["prompt_version"]`); its
@@ -110,7 +110,7 @@ class CallRecord:
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "schema": self.schema, "tokens_in": self.tokens_in,
                                "tokens_out": self.tokens_out, "seconds": self.seconds,
-                               "prompt_hash": self.prompt_hash, "raw": self.raw}
+                               "prompt_hash": self.prompt_hash, "raw": self.raw, "parsed": self.parse_error is None}
         if self.parse_error is not None:
             out["parse_error"] = self.parse_error
         return out

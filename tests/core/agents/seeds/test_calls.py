@@ -39,7 +39,8 @@ def test_a_call_is_logged_with_its_role_schema_tokens_seconds_hash_and_reply():
     totals = log.totals()
     [call] = totals["calls"]
     assert call == {"role": "memory", "schema": "Summary", "tokens_in": 12, "tokens_out": 3,
-                    "seconds": call["seconds"], "prompt_hash": prompt_hash(sent, "v/1"), "raw": '{"summary": "ok"}'}
+                    "seconds": call["seconds"], "prompt_hash": prompt_hash(sent, "v/1"), "raw": '{"summary": "ok"}',
+                    "parsed": True}
     assert totals["calls_n"] == 1 and totals["tokens_in"] == 12 and totals["tokens_out"] == 3
     assert 0 <= totals["seconds"] == call["seconds"]
 
@@ -50,7 +51,8 @@ def test_an_unreadable_reply_is_a_parse_error_and_unknown_tokens_stay_unknown():
     read = caller.call(log, "perception", GenerationRequest((user("x"),)), SIGHTINGS)
     assert not read.ok and read.value is None
     assert log.calls[0].parse_error == read.error and log.failed == 1
-    assert log.totals()["tokens_in"] is None and "parse_error" in log.totals()["calls"][0]
+    [call] = log.totals()["calls"]
+    assert log.totals()["tokens_in"] is None and call["parse_error"] == read.error and call["parsed"] is False
 
 
 def test_a_reply_missing_a_required_field_or_of_the_wrong_type_is_unusable():

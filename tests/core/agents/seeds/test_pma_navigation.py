@@ -19,7 +19,9 @@ import pytest
 from cityseeker_ros.core.agents.seeds.grid_map import GridMap
 from cityseeker_ros.core.agents.seeds.pma import PmaPolicy
 from cityseeker_ros.core.streets.directions import RelativeDirection
+from cityseeker_ros.core.streets.geodesy import LocalFrame, circular_difference
 from cityseeker_ros.core.tasks.environment import Observation, View
+from cityseeker_ros.core.tasks.landmarks.relations import xy_bearing_distance
 from tests.core.agents.seeds.pma_support import Scripted, bakery_episode, good_reply, question_world, run, user_text
 
 # Trattoria Sole, then the bakery east of it: the street runs north-south, so the navigation point
@@ -193,3 +195,80 @@ def test_auto_subtask_steps_let_the_last_subtask_use_the_steps_left(tiny_world):
     auto = run(tiny_world, episode, PmaPolicy(backend_instance=Scripted(reply)), max_steps=73)
     assert fixed["end_reason"] == "stopped" and len(fixed["decisions"]) == 16
     assert len(auto["decisions"]) > 60 and auto["end_reason"] != "stopped"
+
+
+CARDINAL_HEADINGS = {"north": 0.0, "east": 90.0, "south": 180.0, "west": 270.0}
+SEEN_WITHIN_M = 200.0  # the canned model names the target in a view this far (the manager's farthest)
+
+
+def cardinal(bearing: float) -> str:
+    return min(CARDINAL_HEADINGS, key=lambda c: abs(circular_difference(CARDINAL_HEADINGS[c], bearing)))
+
+
+class TargetNaming:
+    """A canned model for one Monaco question that names its target: the plan explores towards
+    the target, navigates to the target's side facing the start and collects; the manager and the
+    explorer name the target in the view nearest its bearing once it is within SEEN_WITHIN_M, and
+    the navigator, asked where no point is on the map, walks the view nearest that bearing.
+    `at` is where the agent stands (a real server would see it in the images)."""
+
+    def __init__(self, episode) -> None:
+        self.episode, self.at = episode, (0.0, 0.0)
+
+    def __call__(self, role, n, request):
+        x, y = LocalFrame(*self.at).to_xy(*self.episode.details["target_latlon"])
+        bearing, distance = xy_bearing_distance(float(x), float(y))
+        seen = distance <= SEEN_WITHIN_M
+        if role == "planner":
+            return {"objects": [{"id": "agent", "class": "agent", "name": "", "state": "Known"},
+                                {"id": "place_1", "class": "place", "name": "", "state": "Unknown"}],
+                    "plan": [{"type": "Exploration", "landmark": "agent", "direction": cardinal(bearing),
+                              "target": "place_1"},
+                             {"type": "Navigation", "landmark": "place_1", "direction": cardinal(bearing + 180.0)},
+                             {"type": "Collection", "requirement": self.episode.instruction}]}
+        if role == "manager":
+            return {"objects": [{"view": letter_towards(request, bearing), "class": "place", "name": "",
+                                 "distance_m": max(distance, 1.0), "width_m": 10}] if seen else []}
+        if role == "explorer":
+            return {"thoughts": "-", "found": seen, "action": letter_towards(request, bearing)}
+        if role == "navigator":
+            return {"thoughts": "-", "action": letter_towards(request, bearing)}
+        return good_reply(role, n, request)
+
+
+class Watched(PmaPolicy):
+    """pma as it is, telling its canned model where it stands before each step."""
+
+    def __init__(self, model: TargetNaming) -> None:
+        super().__init__(backend_instance=Scripted(model))
+        self.model = model
+
+    def think(self, observation):
+        self.model.at = (observation.lat, observation.lon)
+        return super().think(observation)
+
+
+@pytest.fixture(scope="module")
+def monaco_questions(packaged_questions):
+    from cityseeker_ros.core.worlds.folder import load_world
+
+    return load_world(packaged_questions("monaco"), split="test", family="questions")
+
+
+def test_on_the_monaco_questions_the_navigator_never_goes_back_and_forth_for_more_than_four_steps(monaco_questions):
+    """The acceptance run of issue 33: every Monaco test question with a place to find (not the
+    existence or counting kinds), a canned model that names the target, the family's budget."""
+    episodes = [e for e in monaco_questions.episodes if e.details["kind"] not in ("existence", "counting")]
+    assert len(episodes) >= 100
+    navigated = walked = 0
+    for episode in episodes:
+        agent = Watched(TargetNaming(episode))
+        record = run(monaco_questions, episode, agent, max_steps=episode.budget)
+        assert "error" not in record, (episode.episode_id, record.get("error"))
+        plan = record["decisions"][0]["state"]["plan"]
+        nav = next(i for i, words in enumerate(plan) if words.startswith("Navigation"))
+        positions = [tuple(d["state"]["position"]) for d in record["decisions"] if d["state"]["subtask"] == nav]
+        assert longest_back_and_forth(positions) <= 4, (episode.episode_id, positions)
+        navigated += len(positions) >= 3
+        walked += any(r.get("outcome") == "walk" for d in record["decisions"] for r in d["state"].get("navigator", []))
+    assert navigated >= len(episodes) // 4 and walked >= len(episodes) // 4, (navigated, walked, len(episodes))

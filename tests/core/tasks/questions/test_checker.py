@@ -271,17 +271,13 @@ def test_the_raw_map_is_what_catches_the_second_car_park(provoked):
 
 
 @pytest.fixture(scope="module", params=sorted(PACKAGED_SOURCES))
-def packaged(request, tmp_path_factory):
+def packaged(request, packaged_questions):
     """Each packaged extract built by `cityseeker world build`'s code (the raw map handed to the
     question generator as the build does), read back from the world folder."""
-    from cityseeker_ros.core.worlds.build import build_world
     from cityseeker_ros.core.worlds.osm_sources import default_cache_dir, fetch_source
 
     name = request.param
-    pbf = fetch_source(name, default_cache_dir())
-    out = tmp_path_factory.mktemp("packaged") / name
-    build_world(name, out, name=name, families=["needs", "questions"], stream=io.StringIO())
-    return name, out, pbf
+    return name, packaged_questions(name), fetch_source(name, default_cache_dir())
 
 
 def test_a_packaged_world_has_no_false_fact_and_no_unsure_answer(packaged):
