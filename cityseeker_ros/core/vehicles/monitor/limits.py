@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.vehicles.monitor.geometry import Area, Circle, polygon
@@ -25,6 +25,8 @@ class FlightLimits:
     max_speed_m_s: float = DEFAULTS["max_speed_m_s"]  # ground speed
     max_vertical_speed_m_s: float = DEFAULTS["max_vertical_speed_m_s"]
     end_action: str = "hold"  # what a session's end may send besides a hold
+    # below this charge (0..1) the bridge returns to launch, and a session's end keeps that return
+    rtl_battery_fraction: Optional[float] = None
 
 
 def limits_from_dict(d: Any, where: str = "safety") -> FlightLimits:
@@ -48,7 +50,11 @@ def limits_from_dict(d: Any, where: str = "safety") -> FlightLimits:
     end = d.get("end_action", "hold")
     if end not in END_ACTIONS:
         raise ConfigError(f"{where}: end_action must be one of {', '.join(END_ACTIONS)}, got {end!r}")
-    return FlightLimits(area=_area(d["geofence"], f"{where}: geofence"), end_action=end, **values)
+    low = d.get("rtl_battery_fraction")
+    if low is not None and (isinstance(low, bool) or not isinstance(low, (int, float)) or not 0 <= low <= 1):
+        raise ConfigError(f"{where}: rtl_battery_fraction must be a number within 0..1, got {low!r}")
+    return FlightLimits(area=_area(d["geofence"], f"{where}: geofence"), end_action=end,
+                        rtl_battery_fraction=None if low is None else float(low), **values)
 
 
 def _area(d: Any, where: str) -> Area:

@@ -145,6 +145,8 @@ class MavlinkObserver:
                 self._heading_deg = msg.hdg / 100.0
             return [Reported(t, lat=lat, lon=lon, alt_m=msg.relative_alt / 1000.0,
                              velocity_enu=(msg.vy / 100.0, msg.vx / 100.0, -msg.vz / 100.0))]
+        if kind == "SYS_STATUS" and msg.battery_remaining >= 0:  # -1: the autopilot does not know
+            return [Reported(t, battery=msg.battery_remaining / 100.0)]
         if kind == "HOME_POSITION":
             self.home = (msg.latitude / 1e7, msg.longitude / 1e7)
             self.home_amsl_m = msg.altitude / 1000.0

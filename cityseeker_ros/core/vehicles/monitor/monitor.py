@@ -27,6 +27,7 @@ from cityseeker_ros.core.vehicles.monitor.observations import (
     MODE,
     OPERATOR_TAKE_CONTROL,
     POSITION,
+    RTL,
     SESSION_END,
     STOPS,
     TAKEOFF,
@@ -123,6 +124,7 @@ class FlightMonitor:
         self._link_back_t: Optional[float] = None
         self._end_t: Optional[float] = None
         self._end_due: Optional[float] = None
+        self._battery: Optional[float] = None  # the charge the vehicle last reported, 0..1
         self._motion_t: Optional[float] = None
         self._streaming: Optional[Sent] = None  # the latest setpoint sent
         self._streaming_at: dict[str, Optional[Sent]] = {}  # what was streaming when a marker or a foreign mode came
@@ -208,7 +210,7 @@ class FlightMonitor:
             self._refused(s, what, found)
         if s.kind in STOPS:
             self._stop_t = s.t
-            if self._end_due is not None and s.kind in (HOLD, self.limits.end_action):
+            if self._end_due is not None and s.kind in self._ending_stops():
                 self._end_due = None
         if s.kind in (MODE, *STOPS) and s.kind != TERMINATE:
             self._request(s.mode or None, s.t)
@@ -351,9 +353,18 @@ class FlightMonitor:
         return self._expected | self._before if self._settling(t) else set(self._expected)
 
     # -- what the vehicle reported -------------------------------------------------------------------
+    def _ending_stops(self) -> tuple[str, ...]:
+        """The stops that end a session: a hold, the safety file's end action, and on a low battery
+        (reported at or below rtl_battery_fraction) the return the bridge makes for it."""
+        low = self.limits.rtl_battery_fraction
+        battery_low = low is not None and self._battery is not None and self._battery <= low
+        return (HOLD, self.limits.end_action, *((RTL,) if battery_low else ()))
+
     def _reported(self, r: Reported, found: list[Violation]) -> None:
         if r.armed is not None:
             self._armed = r.armed
+        if r.battery is not None:
+            self._battery = r.battery
         if r.mode is not None:
             self._mode_report(r.mode, r.t)
         if r.lat is not None and r.lon is not None:

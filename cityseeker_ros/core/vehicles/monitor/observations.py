@@ -58,6 +58,7 @@ class Reported:
     velocity_enu: Optional[tuple[float, float, float]] = None
     mode: Optional[str] = None
     armed: Optional[bool] = None
+    battery: Optional[float] = None  # the charge left, 0..1
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule(NO_MOTION_AFTER_LINK_RETURN, "from a link loss until a goal or velocity decided after the link came back, "
          "nothing that moves leaves", needs="link markers and decisions"),
     Rule(ENDS_IN_HOLD, "when a session ends (Seek end, cancel, shutdown, bridge close) the stack sends a hold (or "
-         "the safety file's end_action) within the deadline, unless the vehicle already holds on the stack's "
+         "the safety file's end_action; on a battery reported at or below rtl_battery_fraction, the return "
+         "the bridge makes for it) within the deadline, unless the vehicle already holds on the stack's "
          "command, is disarmed, a pilot has it or the link is lost; nothing that moves leaves after the end "
          "until a new decision", needs="session-end markers and decisions"),
     Rule(REFUSES_BAD_FRAMES_AND_STALE_STAMPS, "a velocity decided in a frame other than ENU, or a command whose stamp "

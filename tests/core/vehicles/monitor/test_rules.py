@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from cityseeker_ros.core.vehicles.monitor import RULES, FlightMonitor, MonitorSettings, Sent, limits_from_dict
+from cityseeker_ros.core.vehicles.monitor.observations import Reported
 from tests.core.vehicles.monitor.streams import (
     SAFETY,
     decide,
@@ -334,3 +335,15 @@ def test_motion_decided_just_before_an_estop_or_an_end_may_still_leave_until_the
                                                                                              broken):
     stream = [*flying(), decide(decided, east_m=20.0), marker(1.0, event), *tail]
     assert rules_broken(stream, end=3.0) == broken
+
+
+def test_on_a_low_battery_the_return_for_it_ends_the_session():
+    """Found by the ArduPilot soak: the battery fell while a goal flew, the bridge restarted 250 ms
+    later in its low-battery return, and that return (7 ms after the session's end) was no hold:
+    the monitor called it a missing end hold. On a battery reported at or below the safety file's
+    rtl_battery_fraction the return ends the session; above it, or with no fraction set, it does
+    not (the end action is hold)."""
+    low = [Reported(0.9, battery=0.1), marker(1.0, "session_end"), mode(1.2, "AUTO.RTL"), report(2.0, "AUTO.RTL")]
+    assert rules_broken(flying() + low, rtl_battery_fraction=0.2) == []
+    assert rules_broken(flying() + low, rtl_battery_fraction=0.05) == [END]
+    assert rules_broken(flying() + low) == [END]
