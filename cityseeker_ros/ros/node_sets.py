@@ -1,6 +1,12 @@
 """The node sets of a run: `nodes(run)` is what `cityseeker run KIND` starts and what
 launch/KIND.launch.py builds its Node actions from (tests/test_launch.py evaluates the launch
-files and compares every node, parameter and remapping with these)."""
+files and compares every node, parameter and remapping with these).
+
+The frames node (REP-105 map -> odom -> base_link for RViz and Foxglove) follows whatever moves:
+the replayed walker of a benchmark, or the vehicle bridge of a vehicle run, of a camera run or seek
+with the simulated walker, and of a seek on a vehicle. A camera run on a real device reports a fix
+and no odometry, so it has no base_link to follow and gets none. `run.frames` (on by default)
+leaves it out."""
 from __future__ import annotations
 
 import json
@@ -9,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cityseeker_ros.core.agents.policies import POLICIES
+from cityseeker_ros.core.datasets import city_folders
 from cityseeker_ros.core.evaluation.config import BenchmarkConfig
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.ros.parameters import VIEW_IMAGE_FORMAT
@@ -17,6 +24,7 @@ from cityseeker_ros.ros.runner import NodeSpec
 
 REPLAY, DECISION, SUPERVISOR, EVALUATOR = "streetview_replay", "decision", "supervisor", "evaluator"
 LOCALISER, CAMERA, BRIDGE = "graph_localiser", "camera_ingest", "vehicle_bridge"
+FRAMES = "frames"
 
 
 def run_params(config: BenchmarkConfig) -> dict[str, Any]:
@@ -40,7 +48,7 @@ def nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]] = None) -> list
     config, out = run.benchmark, Path(run.out)
     if run.kind == "benchmark":
         return benchmark_nodes(config, out, tasks, decision_timeout_s=run.decision_timeout_s,
-                               image_format=run.image_format)
+                               image_format=run.image_format, frames=run.frames)
     if run.kind == "camera":
         if run.safety_config:  # only a seek's supervisor reads it; a camera run must not look fenced
             raise ConfigError("safety_config bounds where a Seek goal may start, and a camera run serves none: "
@@ -65,13 +73,15 @@ def _tasks(tasks: Optional[list[tuple[str, int]]]) -> str:
 
 
 def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[str, int]]], *,
-                    decision_timeout_s: float = 10.0, image_format: str = VIEW_IMAGE_FORMAT) -> list[NodeSpec]:
-    """World, decision, supervisor and evaluator for a benchmark run. Images travel in
-    `image_format` (by default lossless), so a policy that reads them decides on the same pixels
-    as in process."""
+                    decision_timeout_s: float = 10.0, image_format: str = VIEW_IMAGE_FORMAT,
+                    frames: bool = True) -> list[NodeSpec]:
+    """World, decision, supervisor and evaluator for a benchmark run, and the frames of the
+    replayed walker (`frames`, where the data is one city). Images travel in `image_format` (by
+    default lossless), so a policy that reads them decides on the same pixels as in process."""
     policy = POLICIES.get(config.policy)
     run = run_params(config)
     views = config.views if getattr(policy, "uses_images", True) and config.views else ""
+    replayed = [replay_frames(config)] if frames and _one_city(config) else []
     return [
         NodeSpec(REPLAY, "cityseeker_ros.nodes.streetview_replay", {
             "data": run["data"], "dataset": config.dataset, "family": config.family, "max_steps": config.max_steps,
@@ -82,7 +92,33 @@ def benchmark_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tup
         NodeSpec(SUPERVISOR, "cityseeker_ros.nodes.supervisor", {
             **run, "tasks": _tasks(tasks), "decision_timeout_s": float(decision_timeout_s)}),
         NodeSpec(EVALUATOR, "cityseeker_ros.nodes.evaluator", {**run, "out": str(Path(out).resolve())}, respawn=True),
+        *replayed,
     ]
+
+
+def _one_city(config: BenchmarkConfig) -> bool:
+    """`map` is one city's origin: a benchmark over several cities (each replayed in its own
+    graph's frame) gets no frames node. A folder no format reads is left to the world node to name."""
+    try:
+        return len(city_folders(Path(config.data), config.dataset)) == 1
+    except ConfigError:
+        return True
+
+
+def replay_frames(config: BenchmarkConfig) -> NodeSpec:
+    """The frames of the replayed walker: `map` at the world's origin, base_link at its pose, the
+    running episode's target drawn."""
+    return NodeSpec(FRAMES, "cityseeker_ros.nodes.frames", {
+        "source": "replay", **walker_params(config), "replay_node": f"/{REPLAY}",
+        "episode_topic": f"/{REPLAY}/episode"})
+
+
+def vehicle_frames(config: BenchmarkConfig) -> NodeSpec:
+    """The frames of the vehicle behind the bridge (any link): `map` at the world's origin,
+    base_link where the bridge's fix and odometry put it, the supervisor's task drawn."""
+    return NodeSpec(FRAMES, "cityseeker_ros.nodes.frames", {
+        "source": "vehicle", **walker_params(config), "vehicle_node": f"/{BRIDGE}",
+        "episode_topic": f"/{SUPERVISOR}/episode"})
 
 
 def _shows_panorama(policy: Any, params: dict[str, Any]) -> bool:
@@ -130,7 +166,8 @@ def camera_nodes(config: BenchmarkConfig, out: Path, tasks: Optional[list[tuple[
 
 
 def walker_params(config: BenchmarkConfig) -> dict[str, Any]:
-    """The walker link's world (its start: the first task's, unless plan_seek places it)."""
+    """The walker link's world (its start: the first task's, unless plan_seek places it); the
+    frames node's too (`map` at its origin)."""
     return {"data": str(Path(config.data).resolve()), "dataset": config.dataset, "family": config.family}
 
 
@@ -154,7 +191,8 @@ def vehicle_nodes(run: RunConfig, tasks: Optional[list[tuple[str, int]]], *, lin
     else:
         source, source_params = run.source, run.source_params
     return [bridge_node, *_live_nodes(config, out, tasks, source, source_params, f"/{BRIDGE}/fix",
-                                      run.decision_timeout_s, run.altitude_m, run.image_format)]
+                                      run.decision_timeout_s, run.altitude_m, run.image_format),
+            *([vehicle_frames(config)] if run.frames else [])]
 
 
 def seek_nodes(run: RunConfig) -> list[NodeSpec]:

@@ -46,6 +46,7 @@ class RunConfig:
     out: str = ""
     decision_timeout_s: float = _default(parameters.SUPERVISOR, "decision_timeout_s")
     image_format: str = parameters.VIEW_IMAGE_FORMAT
+    frames: bool = True  # the frames node (node_sets: where something moves base_link)
     # camera
     source: str = "video"
     source_params: dict[str, Any] = field(default_factory=dict)
@@ -106,6 +107,24 @@ def _number(name: str, text: str) -> float:
 
 def _text(name: str, text: str) -> str:
     return text
+
+
+SWITCH = {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False}
+
+
+def switch(text: str) -> bool:
+    """A switch's value; on the command line argparse names the flag when this raises ValueError."""
+    try:
+        return SWITCH[text.strip().lower()]
+    except KeyError:
+        raise ValueError(text) from None
+
+
+def _switch(name: str, text: str) -> bool:
+    try:
+        return switch(text)
+    except ValueError:
+        raise ConfigError(f"{name}: expected on or off (true or false), got {text!r}") from None
 
 
 def _optional_text(name: str, text: str) -> Optional[str]:
@@ -198,6 +217,9 @@ SETTINGS: tuple[Setting, ...] = (
             _number),
     Setting("image_format", W, "view image format on the wire from the world or camera node to the decision "
             "node: raw, png (lossless) or jpeg (ros/convert.py)"),
+    Setting("frames", W, "on or off: the frames node (REP-105 map, odom, base_link on /tf, odometry, path and "
+            "markers for RViz and Foxglove) following the replayed walker or the vehicle bridge; a camera run on a "
+            "real device has no odometry to follow and gets none", _switch),
     Setting("source", ("camera", "vehicle"), "frame source: video, equirect, rig, replay, rosbag, airsim, topic "
             "(vehicle: the airsim link's camera is the airsim source, camera_params)"),
     Setting("source_params", ("camera", "vehicle"), "JSON object of the frame source's settings", json_object,
@@ -320,7 +342,7 @@ def launch_arguments(kind: str) -> list[tuple[str, Optional[str], str]]:
 # `cityseeker seek`: the camera node set's own settings a Seek uses, and its defaults where they
 # differ from a camera run's (the documented use needs no hardware: the world rendered as the
 # camera). The walker, the budget and the start are the command's own options (cli.py).
-SEEK_SETTINGS = ("source", "source_params", "fix_topic", "safety_config", "decision_timeout_s")
+SEEK_SETTINGS = ("source", "source_params", "fix_topic", "safety_config", "decision_timeout_s", "frames")
 SEEK_VEHICLE = ("link", "link_params", "estop_action", "altitude_m", "camera_params")  # from --vehicle
 SEEK_DEFAULTS = {"source": "replay"}
 
@@ -374,7 +396,7 @@ def add_cli_options(parser: Any, kind: str, names: Optional[tuple[str, ...]] = N
             parser.add_argument(s.cli_flag, dest=s.name, action="append", type=key_value_argument, metavar="KEY=VALUE",
                                 help=s.description + " (repeatable)")
         else:
-            kind_of = {_integer: int, _number: float}.get(s.parse, str)
+            kind_of = {_integer: int, _number: float, _switch: switch}.get(s.parse, str)
             parser.add_argument(s.cli_flag, dest=s.name, type=kind_of,
                                 required=kind in s.required and s.name not in (defaults or {}), help=help_text)
 

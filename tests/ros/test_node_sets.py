@@ -211,3 +211,55 @@ def test_a_panorama_is_shipped_exactly_when_the_policy_shows_one(tiny_world, tmp
     replay = node_sets.nodes(run_config.RunConfig("benchmark", config, out=str(tmp_path)))[0]
     assert replay.params["panorama"] is (panorama.gets > 0)
     assert (panorama.gets > 0) is (mode == "two-call" and stop_view == "panorama")  # the cases the loop covers
+
+
+def test_the_frames_node_follows_the_replayed_walker_or_the_vehicle_bridge(tiny_city, tmp_path):
+    """Where something moves base_link there is a frames node: the benchmark's replayed walker,
+    the vehicle bridge of a vehicle run, of a camera run or seek with the simulated walker; a camera
+    on a real device (a fix, no odometry) has none. `--frames off` leaves it out everywhere."""
+    base = ("--data", str(tiny_city), "--policy", "random", "--out", str(tmp_path / "o"))
+    world = {"data": str(tiny_city.resolve()), "dataset": "auto", "family": "needs"}
+    declared = {s.name for s in NODES["frames"]}
+
+    def frames(made):
+        found = [n for n in made if n.name == node_sets.FRAMES]
+        assert len(found) <= 1 and (not found or set(found[0].params) <= declared)
+        return found[0].params if found else None
+
+    assert frames(node_sets.nodes(cli_run("benchmark", *base))) == {
+        **world, "source": "replay", "replay_node": "/streetview_replay", "episode_topic": "/streetview_replay/episode"}
+    vehicle = {**world, "source": "vehicle", "vehicle_node": "/vehicle_bridge", "episode_topic": "/supervisor/episode"}
+    for run in (cli_run("vehicle", *base, "--link", "walker"), cli_run("camera", *base, "--walker", "sim")):
+        assert frames(node_sets.nodes(run)) == vehicle
+        assert frames(node_sets.seek_nodes(run)) == vehicle
+    device = cli_run("camera", *base)
+    assert frames(node_sets.nodes(device)) is None and frames(node_sets.seek_nodes(device)) is None
+    for kind, extra in (("benchmark", ()), ("vehicle", ("--link", "walker")), ("camera", ("--walker", "sim"))):
+        off = cli_run(kind, *base, *extra, "--frames", "off")
+        assert off.frames is False and frames(node_sets.nodes(off)) is None, kind
+        if kind != "benchmark":
+            assert frames(node_sets.seek_nodes(off)) is None, kind
+
+
+def test_a_benchmark_over_several_cities_has_no_frames_node(tiny_city, tmp_path):
+    """`map` is one city's origin, and the frames node refuses data of several cities without a
+    city: such a benchmark starts without it rather than failing."""
+    import shutil
+
+    data = tmp_path / "two"
+    for name in ("TinyTown_1", "TinyTown_2"):
+        shutil.copytree(tiny_city, data / name)
+    run = cli_run("benchmark", "--data", str(data), "--policy", "random", "--out", str(tmp_path / "o"))
+    assert node_sets.FRAMES not in [n.name for n in node_sets.nodes(run)]
+
+
+def test_the_frames_switch_parses_on_and_off_and_names_a_bad_value(tmp_path, capsys):
+    arguments = {"data": str(tmp_path), "out": "o", "policy": "random"}
+    assert run_config.from_launch("benchmark", {**arguments, "frames": "false"}).frames is False
+    assert run_config.from_launch("benchmark", {**arguments, "frames": "on"}).frames is True
+    assert run_config.from_launch("benchmark", arguments).frames is True
+    with pytest.raises(ConfigError, match="frames: expected on or off"):
+        run_config.from_launch("benchmark", {**arguments, "frames": "maybe"})
+    with pytest.raises(SystemExit):
+        cli_run("benchmark", "--data", str(tmp_path), "--policy", "random", "--out", "o", "--frames", "maybe")
+    assert "--frames: invalid switch value: 'maybe'" in capsys.readouterr().err

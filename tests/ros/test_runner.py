@@ -64,7 +64,7 @@ def test_multi_process_run_matches_the_in_process_benchmark(monaco_dir, ros_doma
     flags = ("--data", str(monaco_dir), "--policy", "random", "--seeds", "2", "--limit", "6")
     in_process(tmp_path / "cli", *flags)
     result = run(tmp_path / "ros", ros_domain, *flags)
-    assert "4 processes" in result.stdout
+    assert "5 processes" in result.stdout  # the frames node beside the four
     # One progress line per task, as each is written, in the order of episodes.jsonl.
     progress = [line for line in result.stdout.splitlines() if line.startswith("episode ")]
     written = records(tmp_path / "ros")

@@ -23,6 +23,9 @@ def test_seek_launch_starts_the_seek_commands_node_set(monaco_dir, tmp_path):
     assert isinstance(plan, SeekPlan), plan
     runner = runner_started(plan.nodes)
     assert differences(launch, runner) == []
-    assert [s.name for s in launch] == ["vehicle_bridge", "graph_localiser", "camera_ingest", "decision", "supervisor"]
+    assert [s.name for s in launch] == ["vehicle_bridge", "graph_localiser", "camera_ingest", "decision", "supervisor",
+                                        "frames"]
+    frames = dict(next(s for s in launch if s.name == "frames").params)
+    assert frames["source"] == "vehicle" and frames["vehicle_node"] == "/vehicle_bridge"
     supervisor = dict(next(s for s in launch if s.name == "supervisor").params)
     assert supervisor["mode"] == "seek"
