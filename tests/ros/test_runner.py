@@ -200,7 +200,7 @@ def test_a_decision_node_that_cannot_configure_ends_the_run_with_its_one_line_er
     configures = sum(p.read_text().count(asked) for p in (out / "ros").glob("*.log"))
     assert configures == 1  # asked once, never again after a configuration error
     pids = started_pids(out)
-    assert len(pids) == (2 if mode else 5)  # the monitor and the node process(es)
+    assert len(pids) == (2 if mode else 6)  # the monitor and the node process(es), frames included
     assert not [pid for pid in pids if alive(pid)]
 
 
