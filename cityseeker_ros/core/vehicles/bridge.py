@@ -143,7 +143,7 @@ class VehicleBridge:
         self.link_timeout_s, self.velocity_period_s = float(link_timeout_s), float(velocity_period_s)
         self.connect_timeout_s, self.reconnect_period_s = float(connect_timeout_s), float(reconnect_period_s)
         self.capabilities = link.capabilities
-        self.door = MotionDoor(hold_timeout_s=hold_timeout_s)
+        self.door = MotionDoor(hold_timeout_s=hold_timeout_s, stop_decided=self._stop_decided)
         self.authority = Authority(estop_action, end_action)
         # The authority machine and the decision numbers: changed under _gate_lock, never across a link call.
         self._gate_lock = threading.RLock()
@@ -825,7 +825,7 @@ class VehicleBridge:
             except StreamStopped as exc:
                 self._hold_due(f"{type(command).__name__.lower()} failed: {exc}")
             except LinkError as exc:
-                if self.door.epoch == epoch:  # else a stop superseded the call and the link refused the rest
+                if self.door.current(epoch):  # else a stop superseded the call and the link refused the rest
                     self._link_failed(f"{type(command).__name__.lower()} failed: {exc}")
             except Exception as exc:  # noqa: BLE001 - any failure is reported, never kills the thread
                 self._link_failed(f"{type(command).__name__.lower()} failed: {exc!r}")
@@ -857,7 +857,7 @@ class VehicleBridge:
             if started:
                 self._say("taking control (the autopilot's control mode, with the setpoint stream)")
             self.door.send(epoch, self._allowed(Send.TAKE_CONTROL, matches), lambda: self.link.take_control())
-            if self.door.epoch == epoch:
+            if self.door.current(epoch):
                 self._control_since = time.monotonic()
             if started:
                 self._say(f"in control ({self._mode()}): flying the goal")
@@ -923,6 +923,8 @@ class VehicleBridge:
             except (PilotOverride, MotionDropped):
                 raise
             except LinkError as exc:
+                if not self.door.current(epoch):  # a stop came while arming: it speaks for itself
+                    raise MotionDropped(str(exc)) from None
                 return self._start_refused(ARMING_DENIED, f"{exc}; not flying this goal")
             self._say(f"armed in {time.monotonic() - started:.1f} s")
         height = getattr(self.link, "takeoff_alt_m", None)
@@ -934,7 +936,7 @@ class VehicleBridge:
         except PilotOverride:
             raise
         except LinkError as exc:
-            if self.door.epoch != epoch:  # a stop came during the climb: it speaks for itself
+            if not self.door.current(epoch):  # a stop came during the climb: it speaks for itself
                 raise MotionDropped(str(exc)) from None
             return self._start_refused(TAKEOFF_FAILED, f"{exc}; not flying this goal")
         self._say(f"took off in {time.monotonic() - climb:.1f} s ({time.monotonic() - started:.1f} s since the goal)")

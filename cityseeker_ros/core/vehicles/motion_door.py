@@ -13,7 +13,10 @@ stalled motion call delays neither the hold nor the next epoch.
 A call admitted just before a hold may still be inside the link when the hold goes out. A link
 whose call sends several messages (MAVLink's take_control: a setpoint stream, then a mode change)
 asks `motion_allowed()` right before each send, under the lock its own hold takes, so that nothing
-it sends for a superseded call reaches the vehicle after the hold.
+it sends for a superseded call reaches the vehicle after the hold. `motion_allowed()` also asks the
+owner's `stop_decided` (an e-stop tripped, a Seek's end or a return requested): from the moment a
+stop is decided, not from when its hold runs, which on a loaded machine can be a core's wait later
+(the PX4 soak: a take-control's mode change 2 ms after a trip, before the hold's thread ran).
 """
 from __future__ import annotations
 
@@ -30,8 +33,9 @@ _call = threading.local()  # the door call this thread is running: its "still cu
 
 
 def motion_allowed() -> bool:
-    """For a link: the motion call this thread runs for a door is still current (no hold or newer
-    job since it was admitted). True on a thread that runs no door call (a hold, a direct user)."""
+    """For a link: the motion call this thread runs for a door is still current (no hold, newer
+    job or decided stop since it was admitted). True on a thread that runs no door call (a hold, a
+    direct user)."""
     check = getattr(_call, "check", None)
     return check is None or check()
 
@@ -42,8 +46,10 @@ class MotionDropped(Exception):
 
 
 class MotionDoor:
-    def __init__(self, rehold_s: float = 0.02, hold_timeout_s: float = 2.0) -> None:
+    def __init__(self, rehold_s: float = 0.02, hold_timeout_s: float = 2.0,
+                 stop_decided: Callable[[], bool] = lambda: False) -> None:
         self.rehold_s, self.hold_timeout_s = float(rehold_s), float(hold_timeout_s)
+        self.stop_decided = stop_decided  # must not block: a link asks it under its own lock
         self._cond = threading.Condition()
         self._epoch = 0
         self._in_flight: Counter[int] = Counter()  # epoch -> motion calls admitted and not returned
@@ -56,6 +62,11 @@ class MotionDoor:
     def epoch(self) -> int:
         with self._cond:
             return self._epoch
+
+    def current(self, epoch: int) -> bool:
+        """A call of the job opened as `epoch` may still send: no hold, newer job or decided stop
+        since. Plain reads (an int, the owner's flags): a link asks it under its own lock."""
+        return not self._closed and self._epoch == epoch and not self.stop_decided()
 
     def open(self) -> int:
         """A new job: its epoch, which makes every older job's remaining calls stale."""
@@ -72,7 +83,7 @@ class MotionDoor:
             self._in_flight[epoch] += 1
             self.sent += 1
         outer = getattr(_call, "check", None)
-        _call.check = lambda: not self._closed and self._epoch == epoch  # an int read: no lock needed
+        _call.check = lambda: self.current(epoch)
         try:
             return call()
         finally:

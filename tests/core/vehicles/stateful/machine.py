@@ -128,6 +128,25 @@ class SafetyMachine(RuleBasedStateMachine):
         self.bridge.trip_estop("driver")
         time.sleep(pause)
 
+    @rule(seconds=st.floats(0.05, 0.4), pause=PAUSE)
+    def estop_with_a_late_hold(self, seconds, pause):
+        """An e-stop whose hold waits `seconds` for a core, on its own thread and on the safety
+        thread, as on a loaded machine (the PX4 soak: a take-control's mode change left 2 ms after a
+        trip): the trip alone must stop motion."""
+        bridge, hold = self.bridge, self.bridge._tick_unless_closed
+        self.rig.stall(seconds)
+
+        def late() -> None:
+            time.sleep(seconds)
+            hold()
+
+        bridge._tick_unless_closed = late  # the trip's thread looks it up when it starts
+        try:
+            self.estop(0.0)
+        finally:
+            bridge._tick_unless_closed = hold
+        time.sleep(pause)
+
     @rule(pause=PAUSE)
     def reset_estop(self, pause):
         t = time.monotonic()

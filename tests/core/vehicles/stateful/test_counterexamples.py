@@ -114,3 +114,18 @@ def test_a_take_control_cut_off_by_a_link_loss_leaves_the_vehicle_to_the_stack_a
     s.low_battery(pause=0.4)
     s.link_back(pause=0.0)
     s.teardown()
+
+
+@pytest.mark.parametrize("machine", [Px4Safety, ArduPilotSafety], ids=["px4", "ardupilot"])
+def test_an_estop_during_a_take_control_stops_its_mode_change(machine):
+    """A return to launch, then a velocity: the bridge takes control back (PX4 streams setpoints
+    for half a second before it asks for OFFBOARD). An e-stop in that stream, its hold's thread
+    waiting for a core: the take-control's mode change left 2 ms after the trip (found by the PX4
+    soak under load). The link asked only the door's epoch, which the hold bumps when it runs; a door
+    call now also asks whether a stop is decided, which holds from the trip on."""
+    s = machine()
+    s.goal(bearing=30, metres=20, alt=10, kind="inside", pause=4.0)  # armed, up and flying
+    s.return_to_launch(pause=0.3)
+    s.velocity(east=-0.4, north=2.4, up=-0.4, pause=0.3)  # its mode change is due 0.5 s after it
+    s.estop_with_a_late_hold(seconds=0.4, pause=0.8)
+    s.teardown()
