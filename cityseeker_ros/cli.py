@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     _benchmark_options(rc)
     add_cli_options(rc, "camera")
     _runner_options(rc)
+    add_console_options(rc)
     for name, link in (("vehicle", None), ("airsim", "airsim")):
         rv = run_sub.add_parser(name, help="vehicle.launch.py's nodes: a vehicle (airsim, mavlink, walker) behind "
                                 "the safety gate walks the tasks" + (" (run vehicle --link airsim)" if link else ""),
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         _benchmark_options(rv)
         add_cli_options(rv, "vehicle", defaults={"link": link} if link else None)
         _runner_options(rv)
+        add_console_options(rv)
         if link:
             rv.set_defaults(link=link)
     rg = run_sub.add_parser("bag", help="bag_eval.launch.py's processes: decide every step of a recorded run again",
@@ -397,9 +399,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     config, out = run.benchmark, Path(run.out)
     if run.kind == "benchmark":  # camera and vehicle runs take their images from the camera
         warn_if_blind(config.policy, config.views)
-    summary = launcher.run_tasks_with(config, out, lambda todo: node_sets.nodes(run, todo),
-                                      single_process=args.single_process, respawn=not args.no_respawn,
-                                      timeout_s=args.timeout, domain_id=args.domain_id)
+    with _console(args, config.data, run.safety_config, config.max_steps) as console:
+
+        def make_nodes(todo: list[tuple[str, int]]) -> list:
+            console.announce()  # called once the run has tasks to start
+            return [*node_sets.nodes(run, todo), *console.nodes]
+
+        summary = launcher.run_tasks_with(config, out, make_nodes, single_process=args.single_process,
+                                          respawn=not args.no_respawn, timeout_s=args.timeout,
+                                          domain_id=args.domain_id)
     print(format_summary(summary))
     print(f"results: {out / 'episodes.jsonl'}, {out / 'summary.json'} (node logs in {out / 'ros'})")
     return 0
@@ -793,6 +801,7 @@ def _seek_options(sub: Any) -> None:
                     "leased on this host)")
     sk.add_argument("--out", type=Path, help="keep the node logs in OUT/ros (default: a temporary folder, removed "
                     "at the end unless the run fails)")
+    add_console_options(sk)
 
 
 def seek_run_config(args: argparse.Namespace):
@@ -830,13 +839,30 @@ def cmd_seek(args: argparse.Namespace) -> int:
     """One Seek goal (launcher.run_seek): every check first, then the node set."""
     from cityseeker_ros.ros import launcher
 
+    run = seek_run_config(args)
     try:
-        return launcher.run_seek(seek_run_config(args), args.need, max_steps=args.max_steps, preempt=args.preempt,
-                                 start=args.start, result_file=args.result, timeout_s=args.timeout,
-                                 domain_id=args.domain_id, family=args.goal_family)
+        with _console(args, str(args.world), run.safety_config, run.benchmark.max_steps) as console:
+            return launcher.run_seek(run, args.need, max_steps=args.max_steps, preempt=args.preempt,
+                                     start=args.start, result_file=args.result, timeout_s=args.timeout,
+                                     domain_id=args.domain_id, family=args.goal_family,
+                                     extra_nodes=console.nodes, started=console.announce)
     except KeyboardInterrupt:
         print("cityseeker: interrupted; every process the seek started is stopped", file=sys.stderr)
         return 130
+
+
+def add_console_options(parser: Any) -> None:
+    """--console and --console-port (ar/console_process.py)."""
+    from cityseeker_ros.ar.console_process import add_options
+
+    add_options(parser)
+
+
+def _console(args: argparse.Namespace, world: str, safety_config: str, max_steps: int) -> Any:
+    """The operator console's process for this run (none without --console)."""
+    from cityseeker_ros.ar.console_process import console_launch
+
+    return console_launch(args, world, safety_config, max_steps)
 
 
 def _ar_run(args: argparse.Namespace) -> int:

@@ -52,6 +52,8 @@ def required_extras(args: argparse.Namespace) -> list[str]:
         needed.append("ray")
     link = getattr(args, "link", None) or str(getattr(args, "vehicle", None) or "").partition(":")[0]
     needed += VEHICLE_EXTRAS.get(link, ())
+    if getattr(args, "console", False):  # the operator console's web server (aiohttp)
+        needed.append("ar")
     return list(dict.fromkeys(needed))
 
 

@@ -259,7 +259,7 @@ def test_compare_prints_runs_side_by_side_and_refuses_other_episodes(tiny_city, 
 SEEK_OPTIONS = {"-h", "--help", "--world", "--policy", "--param", "--backend", "--model", "--backend-param",
                 "--max-steps", "--start", "--source", "--source-param", "--walker", "--fix-topic", "--safety-config",
                 "--decision-timeout-s", "--preempt", "--result", "--timeout", "--domain-id", "--out", "--vehicle",
-                "--link-param", "--estop-action", "--family", "--frames"}
+                "--link-param", "--estop-action", "--family", "--frames", "--console", "--console-port"}
 REFUSED_AT_ONCE_S = 1.0  # a goal the server would reject: no file is read
 REFUSED_WITHIN_S = 2.0  # a configuration error: the world is loaded (Monaco: about 0.6 s), the policy made
 

@@ -1,6 +1,11 @@
-"""AR trials from any phone: a web server beside the Seek node set (`cityseeker ar`, docs/ar.md).
+"""Browser pages beside a node set: the AR phone page (`cityseeker ar`, docs/ar.md) and the
+operator console (docs/operator.md), served by one site (site.py: one token gate, one TLS
+context, one process).
 
-web.py serves the page (static/) and its WebSocket and checks every message with core.ar;
-bridge.py is the server's rclpy side (frames to camera_ingest, fixes to graph_localiser, the
-need to the Seek action, the guidance back); serve.py is the process; command.py is the
-command that checks the configuration, starts the node set with the server, and prints the URL."""
+web.py serves the phone page (static/) and its WebSocket and checks every message with core.ar;
+console_web.py serves the console (static/console.*), its map and views, and its WebSocket, and
+checks every command with core.console; bridge.py and console_bridge.py are their rclpy sides
+(the phone's frames, fixes and need in, the guidance out; the operator's commands to the
+services and topics the CLI uses, the stack's state out); serve.py is the process; command.py is
+`cityseeker ar`, and console_process.py adds the console to `cityseeker seek` and `cityseeker
+run camera|vehicle` (--console)."""

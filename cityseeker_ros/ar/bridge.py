@@ -255,9 +255,9 @@ def _time(stamp_s: float) -> Time:
 
 
 class Spinner:
-    """The bridge's executor on a daemon thread, stopped by `close()`."""
+    """A bridge node's executor (the phone's or the console's) on a daemon thread, stopped by `close()`."""
 
-    def __init__(self, node: ArBridge) -> None:
+    def __init__(self, node: Node) -> None:
         self.node = node
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(node)
@@ -272,5 +272,8 @@ class Spinner:
                 raise
 
     def close(self) -> None:
+        """Stop spinning, wait for the thread, then destroy the node: a node destroyed under a
+        spinning executor aborts the process ("terminate called without an active exception")."""
         self.executor.shutdown(timeout_sec=2.0)
+        self.thread.join(5.0)
         self.node.destroy_node()

@@ -3,10 +3,11 @@
 Checks the configuration before any process starts (ros/launcher.plan_ar), then starts the Seek
 node set of a device (node_sets.ar_nodes: graph_localiser, camera_ingest with the `topic` frame
 source, decision, the supervisor serving Seek) and the AR server, prints the page's address with
-its one-time token (and, on the LAN, its QR code and the certificate's fingerprint), and runs
-until Ctrl-C (or --timeout), when every process it started is stopped and the token, certificate
-and key are removed. Nothing the phone sends is written to disk; frames reach a bag only if the
-tester records one (`cityseeker bag record`)."""
+its one-time token (and, on the LAN, its QR code and the certificate's fingerprint) and the
+operator console's (the same site, unless --no-console), and runs until Ctrl-C (or --timeout),
+when every process it started is stopped and the token, certificate and key are removed. Nothing
+the phone sends is written to disk; frames reach a bag only if the tester records one
+(`cityseeker bag record`)."""
 from __future__ import annotations
 
 import argparse
@@ -61,6 +62,8 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--fov-deg", type=float, default=PHONE_FOV_DEG,
                    help=f"the phone camera's horizontal field of view (default {PHONE_FOV_DEG:g})")
     add_cli_options(a, "camera", ("safety_config", "decision_timeout_s"))
+    a.add_argument("--no-console", action="store_true", help="leave out the operator console (served by default "
+                   "at /console on the same address, with the same token; docs/operator.md)")
     a.add_argument("--timeout", type=float, help="stop after this many seconds (default: at Ctrl-C)")
     a.add_argument("--domain-id", type=int, help="ROS_DOMAIN_ID (default: $ROS_DOMAIN_ID, else a free one)")
     a.add_argument("--out", type=Path, help="keep the node logs in OUT/ros (default: a temporary folder, "
@@ -143,6 +146,10 @@ def run_ar(args: argparse.Namespace) -> int:
         argv = ["--origin", f"{origin[0]!r},{origin[1]!r}", "--token-file", str(token_file), "--host", host,
                 "--port", str(port), "--min-accuracy-m", repr(float(args.min_accuracy_m)),
                 "--run-max-steps", str(run.benchmark.max_steps)]
+        if not args.no_console:  # the operator console on the same site: the world's map, the run's geofence
+            argv += ["--console-world", str(Path(args.world).resolve())]
+            if run.safety_config:
+                argv += ["--console-safety", str(Path(run.safety_config).resolve())]
         fingerprint = ""
         if args.lan:
             from cityseeker_ros.ar.tls import self_signed
@@ -150,14 +157,16 @@ def run_ar(args: argparse.Namespace) -> int:
             cert, key, fingerprint = self_signed(secrets_dir, host)
             argv += ["--cert", str(cert), "--key", str(key)]
         nodes = node_sets.ar_nodes(run, origin, tuple(argv))
-        url = f"{'https' if args.lan else 'http'}://{host if ':' not in host else f'[{host}]'}:{port}/?token={token}"
+        base = f"{'https' if args.lan else 'http'}://{host if ':' not in host else f'[{host}]'}:{port}"
+        url = f"{base}/?token={token}"
+        console = "" if args.no_console else f"{base}/console?token={token}"
         with launcher.domain(args.domain_id) as domain_id:
             where = ("a temporary folder (kept only if the run fails; --out DIR keeps them)" if temporary
                      else root / "ros")
             print(f"ROS_DOMAIN_ID={domain_id}: {', '.join(n.name for n in nodes)}; node logs in {where}", flush=True)
             with Runner(nodes, root / "ros", ros.ros_env(domain_id=domain_id)) as runner:
                 runner.start()
-                shown = Announce(root / "ros" / f"{node_sets.AR_SERVER}.log", url, args.lan, fingerprint)
+                shown = Announce(root / "ros" / f"{node_sets.AR_SERVER}.log", url, args.lan, fingerprint, console)
                 deadline = None if args.timeout is None else time.monotonic() + args.timeout
                 runner.watch(lambda: shown() and deadline is not None and time.monotonic() >= deadline)
         failed = False
@@ -183,8 +192,8 @@ class Announce:
     """Prints the page's address once the server says it serves (from its log), and after that
     the server's own lines (ready, stopped). Called from the runner's poll."""
 
-    def __init__(self, log: Path, url: str, lan: bool, fingerprint: str) -> None:
-        self.log, self.url, self.lan, self.fingerprint = log, url, lan, fingerprint
+    def __init__(self, log: Path, url: str, lan: bool, fingerprint: str, console: str = "") -> None:
+        self.log, self.url, self.lan, self.fingerprint, self.console = log, url, lan, fingerprint, console
         self.done, self._offset, self._started = False, 0, time.monotonic()
 
     def __call__(self) -> bool:
@@ -203,6 +212,8 @@ class Announce:
                     print_qr(self.url)
                     print(f"the browser will warn about the self-signed certificate: its SHA-256 fingerprint is "
                           f"{self.fingerprint}", flush=True)
+                if self.console:
+                    print(f"operator console: {self.console}", flush=True)
                 print("the page says what it waits for; Ctrl-C stops the trial", flush=True)
             elif "ready for a need" in line:
                 print("ar: the Seek server answers: the page can start a Seek", flush=True)

@@ -14,16 +14,16 @@ import asyncio
 import bisect
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
 from aiohttp import WSMsgType, web
 
+from cityseeker_ros.ar.site import site
 from cityseeker_ros.core.ar.protocol import Cancel, Fix, Frame, Heading, Need, Shown, server_message
 from cityseeker_ros.core.ar.session import ArSession
-from cityseeker_ros.core.ar.token import token_ok
 
 STATIC = Path(__file__).resolve().parent / "static"
 # aiohttp closes a connection whose message exceeds its limit; above ours and below this one a
@@ -64,7 +64,19 @@ class ArServer:
     # -- HTTP --------------------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._token_gate])
+        """The page alone behind the token (ar.site.site(token, this, console) serves it with the console)."""
+        return site(self.token, self)
+
+    # -- as a part of the site (ar/site.py) -----------------------------------------------------------
+
+    prefix = "/"
+    public = ("/app.js", "/style.css")  # code and style only: nothing to stream to, no goal to send
+
+    @property
+    def counts(self) -> Counter[str]:
+        return self.session.counts
+
+    def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/", self._page)
         app.router.add_get("/ws", self._socket)
         app.router.add_get("/stats", self._stats)
@@ -72,17 +84,6 @@ class ArServer:
         app.router.add_get("/style.css", self._asset("style.css", "text/css"))
         app.on_startup.append(self._started)
         app.on_cleanup.append(self._stopped)
-        return app
-
-    PUBLIC = ("/app.js", "/style.css")  # code and style only: nothing to stream to, no goal to send
-
-    @web.middleware
-    async def _token_gate(self, request: web.Request, handler: Callable[[web.Request], Awaitable[Any]]) -> Any:
-        if request.path not in self.PUBLIC and not token_ok(self.token, request.query.get("token")):
-            self.session.counts["http.forbidden"] += 1
-            return web.Response(status=403, text="403: this address needs the run's token (the URL `cityseeker ar` "
-                                                 "printed, ?token=...)\n")
-        return await handler(request)
 
     def _asset(self, name: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def serve(request: web.Request) -> web.Response:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
@@ -386,41 +386,49 @@ def _check_model_server(policy: Any) -> None:
 
 def run_seek(run: RunConfig, need: str, *, max_steps: int = 0, preempt: bool = False, start: Optional[str] = None,
              result_file: Optional[Path] = None, timeout_s: Optional[float] = None,
-             domain_id: Optional[int] = None, family: str = DEFAULT_FAMILY) -> int:
+             domain_id: Optional[int] = None, family: str = DEFAULT_FAMILY, extra_nodes: Sequence[NodeSpec] = (),
+             started: Optional[Callable[[], None]] = None) -> int:
     """`cityseeker seek`: check everything that can be checked (plan_seek), then start the camera
     node set serving Seek goals, send one goal through nodes/seek_client.py in its own ROS process
     (its feedback and result go to this terminal), stop everything started; the exit code
     (ros/seek_outcome.py). A goal refused by the checks is printed as the server's rejection, and
     nothing starts. Node logs go to OUT/ros (`run.out`), else to a temporary folder that is
-    removed at the end, unless the run ended in an error (exit 2): it is kept and named then."""
-    plan = plan_seek(run, need, max_steps=max_steps, preempt=preempt, start=start, family=family)
-    if isinstance(plan, SeekOutcome):
-        print(f"result: {plan.line()}", flush=True)
-        if result_file is not None:
-            write_json(plan, result_file)
-        return exit_code(plan)
-    missing = ros.missing_ros_modules()
-    if missing:
-        raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): {install_hint('ros')}")
-    temporary = not plan.run.out
-    root = Path(tempfile.mkdtemp(prefix="cityseeker-seek-")) if temporary else Path(plan.run.out)
-    failed = True
+    removed at the end, unless the run ended in an error (exit 2): it is kept and named then.
+    `extra_nodes` start with the node set (the operator console's server), and `started` is called
+    once they all have."""
+    temporary = not run.out
+    root = Path(tempfile.mkdtemp(prefix="cityseeker-seek-")) if temporary else Path(run.out)
+    keep = False
     try:
-        code = _seek(plan, root / "ros", temporary, max_steps, result_file, timeout_s, domain_id)
-        failed = code == EXIT_ERROR
+        # The run's folder holds the node logs and the vehicle bridge's e-stop latch: with no --out
+        # the latch went to ./ros/ and every later Seek started from that folder stayed latched.
+        plan = plan_seek(replace(run, out=str(root)), need, max_steps=max_steps, preempt=preempt, start=start,
+                         family=family)
+        if isinstance(plan, SeekOutcome):
+            print(f"result: {plan.line()}", flush=True)
+            if result_file is not None:
+                write_json(plan, result_file)
+            return exit_code(plan)
+        missing = ros.missing_ros_modules()
+        if missing:
+            raise ConfigError(f"ROS 2 is not installed here (missing {', '.join(missing)}): {install_hint('ros')}")
+        plan = replace(plan, nodes=[*plan.nodes, *extra_nodes])
+        keep = True  # from here on, a failure keeps the node logs
+        code = _seek(plan, root / "ros", temporary, max_steps, result_file, timeout_s, domain_id, started)
+        keep = code == EXIT_ERROR
         return code
     except KeyboardInterrupt:
-        failed = False
+        keep = False
         raise
     finally:
-        if temporary and failed:
+        if temporary and keep:
             print(f"seek: node logs kept in {root / 'ros'}", file=sys.stderr, flush=True)
         elif temporary:
             shutil.rmtree(root, ignore_errors=True)
 
 
 def _seek(plan: SeekPlan, logs: Path, temporary: bool, max_steps: int, result_file: Optional[Path],
-          timeout_s: Optional[float], domain_id: Optional[int]) -> int:
+          timeout_s: Optional[float], domain_id: Optional[int], started: Optional[Callable[[], None]] = None) -> int:
     request = plan.request
     client_args = [request.need, "--max-steps", str(max_steps), "--family", request.family] + (
         ["--preempt"] if request.preempt else [])
@@ -433,6 +441,8 @@ def _seek(plan: SeekPlan, logs: Path, temporary: bool, max_steps: int, result_fi
         env = ros.ros_env(domain_id=domain_id_used)
         with Runner(plan.nodes, logs, env) as runner:
             runner.start()
+            if started is not None:
+                started()
             client = ros.spawn(ros.python_module_command("cityseeker_ros.nodes.seek_client", *client_args), env,
                                die_with_parent=True)
             says = BridgeSays(logs, plan.nodes, log=lambda line: print(line, flush=True))

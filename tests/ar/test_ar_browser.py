@@ -474,3 +474,36 @@ def test_two_pages_one_after_the_other_do_not_share_a_heading(trial, browser, mo
             in refused["text"], refused
     assert stats["counts"].get("goal.sent", 0) == stats0["counts"].get("goal.sent", 0)
     assert after["goals"] == before["goals"]
+
+
+def test_the_operator_console_is_served_beside_the_phone_with_its_token_and_draws_the_phone_where_it_is(
+        trial, browser, monaco):
+    """`cityseeker ar` serves the console by default on the phone's site: it prints its address, the
+    same token opens it, the map is the trial's world, and the phone's own fix (the AR server's
+    ~/fix over DDS, read by the console's bridge) places the vehicle."""
+    from cityseeker_ros.core.frames.geo_origin import MapFrame
+
+    async def go():
+        _, lat, lon, facing = _start(monaco)
+        async with aiohttp.ClientSession() as http:
+            forbidden = (await http.get(f"{trial.origin}/console")).status
+            page = (await http.get(f"{trial.origin}/console?token={trial.token}")).status
+            doc = await (await http.get(f"{trial.origin}/console/map.json?token={trial.token}")).json()
+            ws = await http.ws_connect(f"{trial.origin.replace('http', 'ws', 1)}/console/ws?token={trial.token}")
+            phone = await open_phone(browser, trial, lat, lon, facing)
+            deadline, vehicle = time.monotonic() + 30, None
+            while vehicle is None and time.monotonic() < deadline:
+                msg = json.loads((await ws.receive(timeout=10)).data)
+                if msg["type"] == "state" and msg["vehicle"]:
+                    vehicle = msg["vehicle"]
+            await ws.close()
+            await phone.close()
+        return forbidden, page, doc, vehicle, lat, lon
+
+    forbidden, page, doc, vehicle, lat, lon = run(go())
+    assert f"operator console: {trial.origin}/console?token={trial.token}" in trial.output()
+    assert forbidden == 403 and page == 200
+    assert doc["name"] == "monaco" and len(doc["graph"]["ids"]) == len(monaco.graph.nodes)
+    assert vehicle is not None, "the phone's fix never reached the console"
+    x, y, _ = MapFrame.of_graph(monaco.graph).to_enu(lat, lon)
+    assert abs(vehicle["x"] - x) < 0.5 and abs(vehicle["y"] - y) < 0.5, (vehicle, x, y)

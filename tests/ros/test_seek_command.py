@@ -22,23 +22,26 @@ BUDGET_LINE = re.compile(r"^result: budget spent after 3 steps at (n\d+) \((\d+\
                          r"'I am thirsty' was not satisfied within the budget of 3 steps$")
 
 
-def seek(tmp: Path, domain: int, *argv: str, timeout_s: float = 260) -> subprocess.CompletedProcess:
+def seek(tmp: Path, domain: int, *argv: str, timeout_s: float = 260, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """`cityseeker seek ARGV` with TMPDIR=tmp."""
     tmp.mkdir(exist_ok=True)
     return subprocess.run([sys.executable, "-m", "cityseeker_ros", "seek", *argv, "--domain-id", str(domain)],
-                          cwd=REPO, capture_output=True, text=True, timeout=timeout_s,
+                          cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
                           env={**os.environ, "TMPDIR": str(tmp)})
 
 
 @pytest.mark.parametrize("where", ["node", "position"])
 def test_a_seek_starts_where_asked_says_how_it_ended_and_leaves_no_folder(monaco_dir, ros_domain, tmp_path, where):
     """Before, every run left a /tmp/cityseeker-seek-* folder, the walker always started where the
-    world's first task starts, and the result read 'budget (succeeded) at ...: ... was not satisfied'."""
+    world's first task starts, the result read 'budget (succeeded) at ...: ... was not satisfied',
+    and the vehicle bridge kept its e-stop latch in ./ros/ of the folder the command ran in (after
+    one e-stop, every later Seek from there started latched)."""
     node = load_dataset(monaco_dir)[0].graph.nodes["n00042"]
     start = "n00042" if where == "node" else f"{node.lat},{node.lon}"
-    tmp, result = tmp_path / "tmp", tmp_path / "result.json"
+    tmp, result, cwd = tmp_path / "tmp", tmp_path / "result.json", tmp_path / "cwd"
+    cwd.mkdir()
     done = seek(tmp, ros_domain, "I am thirsty", "--world", str(monaco_dir), "--policy", "random", "--max-steps", "3",
-                "--start", start, *TINY_VIEWS, "--result", str(result), "--timeout", "200")
+                "--start", start, *TINY_VIEWS, "--result", str(result), "--timeout", "200", cwd=cwd)
     assert done.returncode == 0, done.stdout + done.stderr
     print(f"\n{done.stdout}")
     lines = done.stdout.splitlines()
@@ -50,7 +53,7 @@ def test_a_seek_starts_where_asked_says_how_it_ended_and_leaves_no_folder(monaco
     assert (record["status"], record["outcome"], record["code"]) == ("succeeded", "budget", "budget")  # kept here
     assert record["path"][0] == "n00042" and record["node"] == match.group(1)
     assert f"{record['distance_m']:.1f}" == match.group(2)
-    assert sorted(p.name for p in tmp.glob("cityseeker-seek-*")) == []
+    assert sorted(p.name for p in tmp.glob("cityseeker-seek-*")) == [] and list(cwd.iterdir()) == []
 
 
 def test_a_seek_that_ends_in_an_error_keeps_its_node_logs_and_names_them(monaco_dir, ros_domain, tmp_path):

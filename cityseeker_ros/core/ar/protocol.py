@@ -1,10 +1,14 @@
-"""The messages between the AR page and the server, and their checks.
+"""The messages between the browser pages (the AR phone page and the operator console) and the
+server, and their checks: one module, so both pages' messages share one envelope, one set of
+limits and one way of naming what was wrong.
 
-The page sends binary WebSocket messages for camera frames (8 bytes: the capture time in the
-page's clock, milliseconds, float64 little-endian; then one JPEG) and JSON text messages for
-everything else (`fix`, `heading`, `need`, `cancel`, `shown`). Every check here names what was
-wrong, so the server can count a dropped message by its reason and say it once in its log.
-Nothing malformed, oversized or out of range is ever passed on.
+The phone page sends binary WebSocket messages for camera frames (8 bytes: the capture time in
+the page's clock, milliseconds, float64 little-endian; then one JPEG) and JSON text messages for
+everything else (`fix`, `heading`, `need`, `cancel`, `shown`: parse_text). The console sends
+JSON text only, the operator's commands (`hold`, `estop`, `reset_estop`, `take_control`,
+`return_to_launch`, `seek`, `cancel`: parse_command). Every check here names what was wrong, so
+the server can count a dropped message by its reason and say it once in its log. Nothing
+malformed, oversized or out of range is ever passed on.
 """
 from __future__ import annotations
 
@@ -145,16 +149,24 @@ def _number(kind: str, body: dict[str, Any], key: str, low: float, high: float, 
     return float(value)
 
 
-def parse_text(text: Union[str, bytes]) -> PageMessage:
-    """A JSON text message from the page, checked field by field."""
+def _envelope(text: Union[str, bytes]) -> dict[str, Any]:
+    """A JSON object of at most MAX_TEXT_BYTES: the envelope of every text message of both pages."""
+    if not isinstance(text, (str, bytes)):
+        raise Malformed("message", "not_text", type(text).__name__)
     if len(text) > MAX_TEXT_BYTES:
         raise Malformed("message", "oversized", f"{len(text)} bytes; at most {MAX_TEXT_BYTES}")
     try:
         body = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise Malformed("message", "not_json") from None
     if not isinstance(body, dict):
         raise Malformed("message", "not_object", type(body).__name__)
+    return body
+
+
+def parse_text(text: Union[str, bytes]) -> PageMessage:
+    """A JSON text message from the phone page, checked field by field."""
+    body = _envelope(text)
     kind = body.get("type")
     if kind == "fix":
         heading = _number("fix", body, "heading_deg", 0.0, 360.0, required=False)
@@ -177,6 +189,82 @@ def parse_text(text: Union[str, bytes]) -> PageMessage:
         if not isinstance(vid, str) or not vid or len(vid) > 200:
             raise Malformed("shown", "bad_view_set_id")
         return Shown(vid, _number("shown", body, "latency_ms", 0.0, 600_000.0))
+    raise Malformed("message", "unknown_type", repr(kind)[:40])
+
+
+# -- the operator console's commands ---------------------------------------------------------------
+
+# The console's seek form names what kind of goal it is; the Seek action names the task family.
+SEEK_KINDS = {"need": "needs", "landmark": "landmarks", "question": "questions"}
+MAX_GOAL_CHARS = 1000  # the Seek server refuses a need over its own limit (200) by name; this only bounds the wire
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Hold the vehicle where it is: the Seek under way ends (cancelled), the vehicle holds."""
+
+
+@dataclass(frozen=True)
+class EStop:
+    """Latch the emergency stop. The console asks the operator to confirm first, and a message
+    without `confirm: true` is dropped, so a stray message never latches it."""
+
+
+@dataclass(frozen=True)
+class ResetEStop:
+    """Release the e-stop latch (the vehicle bridge's reset_estop)."""
+
+
+@dataclass(frozen=True)
+class TakeControl:
+    """Take control back after a pilot override (the vehicle bridge's take_control)."""
+
+
+@dataclass(frozen=True)
+class ReturnToLaunch:
+    """Fly or walk back to where the run started (the vehicle bridge's return_to_launch)."""
+
+
+@dataclass(frozen=True)
+class SeekGoal:
+    """Start a Seek: the goal in words, its task family (needs, landmarks, questions) and the step
+    budget (0: the run's)."""
+
+    text: str
+    family: str = "needs"
+    max_steps: int = 0
+
+
+ConsoleCommand = Union[Hold, EStop, ResetEStop, TakeControl, ReturnToLaunch, SeekGoal, Cancel]
+COMMAND_NAMES = {Hold: "hold", EStop: "estop", ResetEStop: "reset_estop", TakeControl: "take_control",
+                 ReturnToLaunch: "return_to_launch", SeekGoal: "seek", Cancel: "cancel"}
+_BARE_COMMANDS = {"hold": Hold, "reset_estop": ResetEStop, "take_control": TakeControl,
+                  "return_to_launch": ReturnToLaunch, "cancel": Cancel}
+
+
+def parse_command(text: Union[str, bytes]) -> ConsoleCommand:
+    """A JSON text message from the console, checked field by field. Whether a goal's words and
+    budget are acceptable is the Seek server's rule (core.loop.seek.check_request), applied by
+    the console's session; here only their types and the kind."""
+    body = _envelope(text)
+    kind = body.get("type")
+    if isinstance(kind, str) and kind in _BARE_COMMANDS:
+        return _BARE_COMMANDS[kind]()
+    if kind == "estop":
+        if body.get("confirm") is not True:
+            raise Malformed("estop", "unconfirmed", "an e-stop message carries confirm: true")
+        return EStop()
+    if kind == "seek":
+        goal_kind = body.get("kind", "need")
+        if not isinstance(goal_kind, str) or goal_kind not in SEEK_KINDS:
+            raise Malformed("seek", "bad_kind", f"kind must be one of {', '.join(SEEK_KINDS)}, got {goal_kind!r}"[:120])
+        words = body.get("text")
+        if not isinstance(words, str) or len(words) > MAX_GOAL_CHARS:
+            raise Malformed("seek", "bad_text", f"text must be a string of at most {MAX_GOAL_CHARS} characters")
+        steps = body.get("max_steps", 0)
+        if isinstance(steps, bool) or not isinstance(steps, int):
+            raise Malformed("seek", "bad_max_steps", f"max_steps must be an integer, got {steps!r}"[:120])
+        return SeekGoal(words, SEEK_KINDS[goal_kind], steps)
     raise Malformed("message", "unknown_type", repr(kind)[:40])
 
 
