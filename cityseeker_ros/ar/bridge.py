@@ -63,6 +63,28 @@ def yaw_quaternion(heading_deg: float) -> tuple[float, float, float, float]:
     return 0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0)
 
 
+class ExecutorCalls:
+    """Calls made on other threads (the web server's loop), run on the node's executor thread: an
+    action client is only touched there, so calls are queued and a guard condition wakes the
+    executor for them."""
+
+    def __init__(self, node: Node) -> None:
+        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._wake = node.create_guard_condition(self._drain)
+
+    def put(self, fn: Callable[[], None]) -> None:
+        self._calls.put(fn)
+        self._wake.trigger()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                fn = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            fn()
+
+
 class ArBridge(Node):
     """See the module docstring. `origin`: graph_localiser's odom_origin."""
 
@@ -79,8 +101,7 @@ class ArBridge(Node):
         self.create_subscription(DecisionRos, decision_topic, self._on_decision, qos.STATE)
         self.client = ActionClient(self, Seek, seek_action)
         self.published = {"frames": 0, "fixes": 0, "goals": 0, "cancels": 0}
-        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._wake = self.create_guard_condition(self._drain)
+        self._executor_calls = ExecutorCalls(self)
         self._ready = False
         self._probe: Any = None
         self._handle: Any = None
@@ -127,22 +148,11 @@ class ArBridge(Node):
         self.published["fixes"] += 1
 
     def seek(self, need: Need) -> None:
-        self._call(lambda: self._send_goal(need))
+        self._executor_calls.put(lambda: self._send_goal(need))
 
     def cancel(self) -> None:
-        self._call(self._cancel)
+        self._executor_calls.put(self._cancel)
 
-    def _call(self, fn: Callable[[], None]) -> None:
-        self._calls.put(fn)
-        self._wake.trigger()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                fn = self._calls.get_nowait()
-            except queue.Empty:
-                return
-            fn()
 
     # -- the Seek action (executor thread only) -------------------------------------------------------
 

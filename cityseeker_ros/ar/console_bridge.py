@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import io
 import math
-import queue
 import time
 import uuid
 from collections import OrderedDict
@@ -48,6 +47,7 @@ from unique_identifier_msgs.msg import UUID
 
 from cityseeker_interfaces.action import Seek
 from cityseeker_interfaces.msg import Decision as DecisionRos
+from cityseeker_ros.ar.bridge import ExecutorCalls
 from cityseeker_ros.core.ar.protocol import SeekGoal
 from cityseeker_ros.core.console.events import (
     BatteryReport,
@@ -132,8 +132,7 @@ class ConsoleBridge(Node):
         self.create_subscription(GoalStatusArray, f"{self.supervisor}/seek/_action/status", self._on_status, 10)
         self._own_goals: set[bytes] = set()
         self._others: dict[bytes, str] = {}  # another client's goal under way -> the last node it reported
-        self._calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._wake = self.create_guard_condition(self._drain)
+        self._executor_calls = ExecutorCalls(self)
         self._heading: Optional[float] = None
         self._view_sets: OrderedDict[str, Any] = OrderedDict()
         self._pending: OrderedDict[str, tuple[Any, float]] = OrderedDict()  # decisions waiting for their views
@@ -148,37 +147,26 @@ class ConsoleBridge(Node):
     # -- ConsoleStack: from the web server's thread ------------------------------------------------------
 
     def ask_hold(self) -> None:
-        self._call(lambda: self._cancel("hold"))
+        self._executor_calls.put(lambda: self._cancel("hold"))
 
     def ask_estop(self) -> None:
-        self._call(self._estop)
+        self._executor_calls.put(self._estop)
 
     def ask_reset_estop(self) -> None:
-        self._call(self._reset_estop)
+        self._executor_calls.put(self._reset_estop)
 
     def ask_take_control(self) -> None:
-        self._call(lambda: self._trigger("take_control"))
+        self._executor_calls.put(lambda: self._trigger("take_control"))
 
     def ask_return_to_launch(self) -> None:
-        self._call(lambda: self._trigger("return_to_launch"))
+        self._executor_calls.put(lambda: self._trigger("return_to_launch"))
 
     def seek(self, goal: SeekGoal) -> None:
-        self._call(lambda: self._send_goal(goal))
+        self._executor_calls.put(lambda: self._send_goal(goal))
 
     def cancel(self) -> None:
-        self._call(lambda: self._cancel("cancel"))
+        self._executor_calls.put(lambda: self._cancel("cancel"))
 
-    def _call(self, fn: Callable[[], None]) -> None:
-        self._calls.put(fn)
-        self._wake.trigger()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                fn = self._calls.get_nowait()
-            except queue.Empty:
-                return
-            fn()
 
     # -- commands (executor thread only) ---------------------------------------------------------------
 

@@ -15,13 +15,12 @@ import asyncio
 import json
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Optional, Protocol
 
 from aiohttp import WSMsgType, web
 
-from cityseeker_ros.ar.site import site
+from cityseeker_ros.ar.site import site, static_file
 from cityseeker_ros.core.ar.protocol import (
     COMMAND_NAMES,
     Cancel,
@@ -38,7 +37,6 @@ from cityseeker_ros.core.console.events import ConsoleEvent
 from cityseeker_ros.core.console.session import ConsoleSession, Refused
 from cityseeker_ros.core.console.state import Console
 
-STATIC = Path(__file__).resolve().parent / "static"
 WS_HARD_LIMIT = 1024 * 1024  # above the protocol's 4 kB a message is counted and dropped; above this, closed
 SEND_MIN_S, SEND_MAX_S = 0.1, 0.5  # the state goes out when it changed (at most 10 Hz) and at least every 0.5 s
 LOG = logging.getLogger("cityseeker_ros.console")
@@ -99,27 +97,17 @@ class ConsoleServer:
         return site(self.token, self)
 
     def add_routes(self, app: web.Application) -> None:
-        app.router.add_get("/console", self._page)
+        app.router.add_get("/console", static_file("console.html", "text/html"))
         app.router.add_get("/console/ws", self._socket)
         app.router.add_get("/console/map.json", self._map)
         app.router.add_get("/console/view/{seq:\\d+}/{index:\\d+}", self._view)
         app.router.add_get("/console/stats", self._stats)
-        app.router.add_get("/console/console.js", self._asset("console.js", "text/javascript"))
-        app.router.add_get("/console/console.css", self._asset("console.css", "text/css"))
+        app.router.add_get("/console/console.js", static_file("console.js", "text/javascript"))
+        app.router.add_get("/console/console.css", static_file("console.css", "text/css"))
         app.on_startup.append(self._started)
         app.on_cleanup.append(self._stopped)
 
     # -- HTTP --------------------------------------------------------------------------------------
-
-    def _asset(self, name: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def serve(request: web.Request) -> web.Response:
-            return web.Response(body=(STATIC / name).read_bytes(), content_type=content_type,
-                                headers={"Cache-Control": "no-store"})
-        return serve
-
-    async def _page(self, request: web.Request) -> web.Response:
-        return web.Response(body=(STATIC / "console.html").read_bytes(), content_type="text/html",
-                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
 
     async def _map(self, request: web.Request) -> web.Response:
         response = web.Response(body=self.map_json, content_type="application/json",

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from cityseeker_ros.core.ar.token import token_ok
 
+STATIC = Path(__file__).resolve().parent / "static"
 FORBIDDEN = "403: this address needs the run's token (the URL the command printed, ?token=...)\n"
 
 
@@ -27,6 +29,18 @@ class Part(Protocol):
     counts: Counter[str]
 
     def add_routes(self, app: web.Application) -> None: ...
+
+
+def static_file(name: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A handler serving ar/static/NAME as it is on disk now, never cached; a page (HTML) also
+    sends no referrer, so its token never leaves in a Referer header."""
+    headers = {"Cache-Control": "no-store"}
+    if content_type == "text/html":
+        headers["Referrer-Policy"] = "no-referrer"
+
+    async def serve(request: web.Request) -> web.Response:
+        return web.Response(body=(STATIC / name).read_bytes(), content_type=content_type, headers=headers)
+    return serve
 
 
 def _owns(prefix: str, path: str) -> bool:

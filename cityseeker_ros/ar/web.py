@@ -15,17 +15,15 @@ import bisect
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Optional, Protocol
 
 from aiohttp import WSMsgType, web
 
-from cityseeker_ros.ar.site import site
+from cityseeker_ros.ar.site import site, static_file
 from cityseeker_ros.core.ar.protocol import Cancel, Fix, Frame, Heading, Need, Shown, server_message
 from cityseeker_ros.core.ar.session import ArSession
 
-STATIC = Path(__file__).resolve().parent / "static"
 # aiohttp closes a connection whose message exceeds its limit; above ours and below this one a
 # message is counted and dropped while the connection keeps serving.
 WS_HARD_LIMIT = 4 * 1024 * 1024
@@ -77,23 +75,13 @@ class ArServer:
         return self.session.counts
 
     def add_routes(self, app: web.Application) -> None:
-        app.router.add_get("/", self._page)
+        app.router.add_get("/", static_file("index.html", "text/html"))
         app.router.add_get("/ws", self._socket)
         app.router.add_get("/stats", self._stats)
-        app.router.add_get("/app.js", self._asset("app.js", "text/javascript"))
-        app.router.add_get("/style.css", self._asset("style.css", "text/css"))
+        app.router.add_get("/app.js", static_file("app.js", "text/javascript"))
+        app.router.add_get("/style.css", static_file("style.css", "text/css"))
         app.on_startup.append(self._started)
         app.on_cleanup.append(self._stopped)
-
-    def _asset(self, name: str, content_type: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def serve(request: web.Request) -> web.Response:
-            return web.Response(body=(STATIC / name).read_bytes(), content_type=content_type,
-                                headers={"Cache-Control": "no-store"})
-        return serve
-
-    async def _page(self, request: web.Request) -> web.Response:
-        return web.Response(body=(STATIC / "index.html").read_bytes(), content_type="text/html",
-                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
 
     async def _stats(self, request: web.Request) -> web.Response:
         """Counters and figures for tests and benchmarks/ar_latency.py (token required)."""
