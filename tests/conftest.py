@@ -105,9 +105,11 @@ def monaco_pbf() -> Path:
 
 
 @pytest.fixture(scope="session")
-def packaged_questions(tmp_path_factory):
-    """`world(name)`: a packaged extract built with the needs and questions families by `cityseeker
-    world build`'s code, once per session (the question checker and pma's Monaco test share it)."""
+def packaged_world(tmp_path_factory):
+    """`world(name)`: a packaged extract built with every task family by `cityseeker world build`'s
+    code (what `cityseeker world build NAME --out DIR` writes), once per session: a build takes
+    minutes, and the worlds, tasks, agents, ROS and docs tests share it. Read it, never write it:
+    a test that changes a world changes a copy."""
     import io
 
     from cityseeker_ros.core.worlds.build import build_world
@@ -117,7 +119,7 @@ def packaged_questions(tmp_path_factory):
     def world(name: str) -> Path:
         if name not in built:
             out = tmp_path_factory.mktemp("packaged") / name
-            build_world(name, out, name=name, families=["needs", "questions"], stream=io.StringIO())
+            build_world(name, out, name=name, stream=io.StringIO())
             built[name] = out
         return built[name]
 
@@ -125,10 +127,6 @@ def packaged_questions(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def monaco_dir(monaco_pbf, tmp_path_factory) -> Path:
-    """A Monaco world folder built by the project's own builder, shared by the session."""
-    from cityseeker_ros.core.worlds.build import build_world
-
-    out = tmp_path_factory.mktemp("worlds") / "monaco"
-    build_world(str(monaco_pbf), out, name="monaco", families=["needs"])  # the other families: their own tests
-    return out
+def monaco_dir(packaged_world) -> Path:
+    """The packaged Monaco world with every family, shared by the session (read only)."""
+    return packaged_world("monaco")

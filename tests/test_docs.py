@@ -20,6 +20,7 @@ import importlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,12 +98,14 @@ def test_documented_launch_arguments_are_accepted_by_the_launch_file(command):
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory, monaco_dir) -> Path:
-    """A folder laid out like a checkout: the session's Monaco world at worlds/monaco, config/,
-    examples/ and .venv from the repository, and ../shared beside it."""
+    """A folder laid out like a checkout: a copy of the session's Monaco world at worlds/monaco
+    (what the documented `world build monaco --out worlds/monaco` makes, so it says "up to date";
+    the docs' `world tasks` rewrite the copy), config/, examples/ and .venv from the repository, and
+    ../shared beside it."""
     root = tmp_path_factory.mktemp("docs")
     main = root / "main"
     (main / "worlds").mkdir(parents=True)
-    (main / "worlds" / "monaco").symlink_to(monaco_dir)
+    shutil.copytree(monaco_dir, main / "worlds" / "monaco")
     for name in ("config", "examples", ".venv", "launch"):
         if (REPO / name).exists():
             (main / name).symlink_to(REPO / name)

@@ -12,7 +12,9 @@ Commands (calls from the web server's loop are queued; a guard condition wakes t
 - hold: what `cityseeker seek` does on Ctrl-C: cancel the Seek under way, which ends it and holds
   the vehicle (core.loop.seek); this console's own goal through its handle, any other (one
   `cityseeker seek` or a phone started) through the action's cancel service, all at once. With
-  none under way there is nothing to cancel, and the answer says so (E-stop holds in every case).
+  none under way there is nothing to cancel, and the answer says so.
+The answers to hold and estop say what reaches the vehicle in the state the bridge's last `~/safety`
+reported (core.console.answers): while a pilot has it, nothing does.
 Each command's answer (a service's success and message, the goal's acceptance) comes back as a
 CommandDone, so the page shows what the vehicle did.
 
@@ -49,6 +51,7 @@ from cityseeker_interfaces.action import Seek
 from cityseeker_interfaces.msg import Decision as DecisionRos
 from cityseeker_ros.ar.bridge import ExecutorCalls
 from cityseeker_ros.core.ar.protocol import SeekGoal
+from cityseeker_ros.core.console.answers import estop_answer, hold_answer
 from cityseeker_ros.core.console.events import (
     BatteryReport,
     CommandDone,
@@ -143,6 +146,7 @@ class ConsoleBridge(Node):
         self._goal: Optional[SeekGoal] = None
         self._goal_told = False  # SeekStarted posted for self._goal
         self._diagnostics_name = f"{self.bridge}: vehicle"  # as nodes/common.publish_diagnostics names it
+        self._safety: Optional[SafetyReport] = None  # the bridge's latest status: the answers' truth depends on it
 
     # -- ConsoleStack: from the web server's thread ------------------------------------------------------
 
@@ -172,7 +176,7 @@ class ConsoleBridge(Node):
 
     def _estop(self) -> None:
         self.estop_pub.publish(Bool(data=True))
-        self.post(CommandDone("estop", True, "/estop true published: the vehicle holds and the latch is set"))
+        self.post(estop_answer(self._safety))
 
     def _reset_estop(self) -> None:
         self.estop_pub.publish(Bool(data=False))  # the source released: the bridges refuse a reset while it is true
@@ -235,7 +239,7 @@ class ConsoleBridge(Node):
         seek` or a phone started is the operator's to stop too."""
         if self._handle is not None:
             self._handle.cancel_goal_async()
-            self.post(CommandDone(name, True, "the Seek is cancelled: the supervisor holds the vehicle"))
+            self.post(hold_answer(name, "the Seek is cancelled", self._safety))
             return
         if self._goal is not None:
             self._cancel_asked = True  # a goal on its way is cancelled when the server takes it
@@ -251,12 +255,7 @@ class ConsoleBridge(Node):
         except Exception as exc:  # noqa: BLE001  the server went away mid-call
             self.post(CommandDone(name, False, f"no answer: {exc}"))
             return
-        if n:
-            self.post(CommandDone(name, True, f"{n} Seek goal{'s' if n != 1 else ''} cancelled: the supervisor "
-                                              "holds the vehicle"))
-        else:
-            self.post(CommandDone(name, False, "no Seek is under way: nothing to cancel (E-stop holds the vehicle "
-                                               "in every case)"))
+        self.post(hold_answer(name, f"{n} Seek goal{'s' if n != 1 else ''} cancelled" if n else "", self._safety))
 
     def _tell_started(self) -> None:
         """SeekStarted once per goal, before its first feedback: a step's feedback can come before
@@ -299,7 +298,8 @@ class ConsoleBridge(Node):
 
     def _on_safety(self, msg: Any) -> None:
         status: BridgeStatus = typed.from_ros(msg)
-        self.post(SafetyReport(status.moving, status.code, status.reason, status.estop, status.connected))
+        self._safety = SafetyReport(status.moving, status.code, status.reason, status.estop, status.connected)
+        self.post(self._safety)
 
     def _on_diagnostics(self, msg: Any) -> None:
         for status in msg.status:

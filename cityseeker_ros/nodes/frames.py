@@ -129,7 +129,6 @@ class FramesNode(Node):
                                      match_tolerance_ns=int(float(p["fix_match_tolerance_s"]) * 1e9))
         self._source = p["source"]
         self._episode_id: Optional[str] = None
-        self._run_key: Optional[tuple] = None
         self._counts = {"poses": 0, "fixes": 0, "odometry": 0, "tf_messages": 0}
 
         tf_type = tf_message_type()
@@ -211,10 +210,7 @@ class FramesNode(Node):
             self.get_logger().warning(f"ignored a malformed episode: {exc}")
             return
         task = episode.task
-        key = None if task is None else task.key()
-        if key != self._run_key:  # a new run: a new path (from the run's start on), and its target
-            self._run_key = key
-            self._path.drop_before(_ns(msg.header.stamp))
+        if self._path.on_run(None if task is None else task.key(), _ns(msg.header.stamp)):  # and its target
             self._episode_id = None if task is None else task.episode_id
             self._publish_markers()
 

@@ -356,11 +356,8 @@ class VehicleBridgeNode(Node):
         return response
 
     def _on_return_to_launch(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        if not self._bridge.capabilities.rtl:
-            response.success, response.message = False, f"the {self._link_name} link cannot return to launch"
-            return response
-        self._bridge.return_to_launch()
-        response.success, response.message = True, "returning to launch until the next decision"
+        answer = self._bridge.return_to_launch()
+        response.success, response.message = answer.ok, answer.message
         return response
 
     def _on_take_control(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

@@ -5,7 +5,12 @@ The page draws only this record (as `Console.snapshot()`), so what it shows afte
 what it would have shown all along. Positions are also given in the world's `map` plane (east and
 north metres about the street graph's origin, core.frames.geo_origin), the plane the offline map
 (core.console.world_map) is drawn in. The clock is injected: tests step it, the server uses
-time.monotonic."""
+time.monotonic.
+
+The Seek panel's state: "idle"; "starting" once the Seek server took a goal (it accepts every goal
+and aborts the ones it refuses, e.g. under a latched e-stop, so taken is not yet running); "running"
+from its first step; "ended" with its result. A goal refused shows starting, then ended, never
+running; a step that arrives after the end changes nothing."""
 from __future__ import annotations
 
 import math
@@ -108,14 +113,15 @@ class Console:
             s.violations.append(event)
             s.violation_count += 1
         elif isinstance(event, SeekStarted):
-            s.seek = {"state": "running", "text": event.text, "family": event.family, "step": 0, "steps_left": None,
+            s.seek = {"state": "starting", "text": event.text, "family": event.family, "step": 0, "steps_left": None,
                       "node": "", "reason": "", "distance_m": 0.0, "result": None}
             self.path.clear()  # the path is this Seek's, as the frames node restarts it with each run
             if s.vehicle is not None:
                 self.path.add(PathPose(self._poses, (s.vehicle["x"], s.vehicle["y"], 0.0), IDENTITY))
         elif isinstance(event, SeekProgress):
-            s.seek = {**s.seek, "state": "running", "node": event.node, "step": event.step,
-                      "steps_left": event.steps_left, "reason": event.reason, "distance_m": event.distance_m}
+            if s.seek["state"] != "ended":  # a step overtaken by its goal's end changes nothing
+                s.seek = {**s.seek, "state": "running", "node": event.node, "step": event.step,
+                          "steps_left": event.steps_left, "reason": event.reason, "distance_m": event.distance_m}
         elif isinstance(event, SeekEnded):
             s.seek = {**s.seek, "state": "ended", "result": {
                 "outcome": event.outcome, "code": event.code, "reason": event.reason, "node": event.node,

@@ -132,6 +132,16 @@ TRANSITIONS: dict[tuple[State, Event], State | str] = {
     **{(s, E.TERMINATE): S.TERMINATED for s in (*_CONNECTED, S.DISCONNECTED)},
 }
 
+# Why an operator's RTL does nothing in a state whose row takes no RTL (RETURNING takes it as it is):
+# the bridge answers the request with this instead of a yes. A test keeps the keys equal to the table.
+RTL_REFUSALS: dict[State, str] = {
+    S.DISCONNECTED: "the link is down: the stack cannot reach the vehicle",
+    S.PILOT: "a pilot has the vehicle and the stack sends it nothing; take control back first",
+    S.ESTOPPED: "the e-stop is latched and its action holds the vehicle; reset it first",
+    S.LOW_BATTERY: "the vehicle is already returning to launch on low battery",
+    S.TERMINATED: "the motors were cut",
+}
+
 END_STATES = {"hold": S.HOLDING, "land": S.LANDING, "rtl": S.RETURNING}
 RESEND_EVENTS = frozenset({E.SEEK_END, E.SHUTDOWN})  # send the stop again even without a change of state
 

@@ -44,7 +44,7 @@ from typing import Optional
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.stamp import Stamp
 from cityseeker_ros.core.streets.geodesy import destination
-from cityseeker_ros.core.vehicles.authority import Authority, Event, Send, State, Step
+from cityseeker_ros.core.vehicles.authority import RTL_REFUSALS, Authority, Event, Send, State, Step
 from cityseeker_ros.core.vehicles.link import (
     BREACH_ACTIONS,
     Fence,
@@ -112,6 +112,15 @@ def status_level(status: BridgeStatus) -> str:
 
 
 @dataclass(frozen=True)
+class Answer:
+    """An operator's request answered (a Trigger service's success and message): whether it was
+    carried out and, in words, what the vehicle does now or why nothing was sent."""
+
+    ok: bool
+    message: str
+
+
+@dataclass(frozen=True)
 class _Snapshot:
     state: VehicleState
     read_at: float  # time.monotonic() when the read started
@@ -163,6 +172,7 @@ class VehicleBridge:
         # Requests from other threads, taken by the next tick: the newest decision number when asked
         # (a decision sent after the request counts as made after it), None when not asked.
         self._rtl_requested: Optional[int] = None
+        self._rtl_step: Optional[Step] = None  # what the last RTL request did, once a tick applied it
         self._take_requested: Optional[int] = None
         self._end_requested: Optional[int] = None
         self._reset_at: Optional[int] = None
@@ -284,9 +294,31 @@ class VehicleBridge:
             self._tick_now()
         return check
 
-    def return_to_launch(self) -> None:
-        """Return to launch (the link's own RTL) until a newer decision."""
-        self._request("_rtl_requested")
+    def return_to_launch(self) -> Answer:
+        """Return to launch (the link's own RTL) until a newer decision, or say why not. The answer is
+        the authority's: a state whose row takes no RTL (a pilot's takeover, a latched e-stop, a lost
+        link, RTL_REFUSALS) refuses it, and so does one entered before the request was applied (a
+        pilot's switch the same tick saw first). A request the safety thread could not apply in time
+        stays asked for its next tick and is answered not confirmed."""
+        if not self.capabilities.rtl:
+            return Answer(False, f"the {self.link.name} link cannot return to launch")
+        if self._lost_reason_now() is not None:
+            return Answer(False, f"not returning to launch: {RTL_REFUSALS[State.DISCONNECTED]}")
+        with self._gate_lock, self._lock:
+            refusal = RTL_REFUSALS.get(self.authority.state)
+            if refusal is None:
+                self._rtl_requested, self._rtl_step = self.authority.heard, None
+        if refusal is not None:
+            return Answer(False, f"not returning to launch: {refusal}")
+        if not self._tick_now():
+            return Answer(False, "not confirmed: the safety thread did not answer in time; the vehicle returns "
+                                 "when it ticks again, if the stack still has it then")
+        with self._lock:
+            step = self._rtl_step
+        if step is None or step.after is not State.RETURNING:
+            why = RTL_REFUSALS.get(step.before if step is not None else self.authority.state, "")
+            return Answer(False, f"not returning to launch: {why or 'the request was not applied'}")
+        return Answer(True, "returning to launch until the next decision")
 
     def end_seek(self) -> None:
         """A Seek ended or was cancelled: the end action now, even if the vehicle already held."""
@@ -530,7 +562,9 @@ class VehicleBridge:
         if self.rtl_battery_fraction is not None and battery is not None and battery < self.rtl_battery_fraction:
             self._event(Event.LOW_BATTERY)
         if rtl is not None:
-            self._event(Event.RTL, asked_at=rtl)
+            step = self._event(Event.RTL, asked_at=rtl)
+            with self._lock:
+                self._rtl_step = step
         if end is not None:
             self._event(Event.SEEK_END, asked_at=end)
         with self._lock:

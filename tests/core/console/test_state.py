@@ -121,6 +121,21 @@ def test_safety_link_battery_violations_commands_and_the_seek():
     assert snap["seek"]["step"] == 1 and snap["seek"]["result"]["outcome"] == "found"
 
 
+def test_a_goal_refused_under_a_latched_estop_never_shows_as_running():
+    """The Seek server accepts every goal and aborts the one it refuses: taken is not running."""
+    console, _ = _console()
+    console.apply(SafetyReport(False, "estop", "e-stop latched", True, True))
+    console.apply(SeekStarted("I am thirsty"))
+    assert console.snapshot()["seek"]["state"] == "starting"
+    console.apply(SeekEnded("rejected", "estop", "the e-stop is latched: reset it first"))
+    console.apply(SeekProgress("a", 3, 9, "a step of the goal before", 60.0))  # late: overtaken by the end
+    seek = console.snapshot()["seek"]
+    assert seek["state"] == "ended" and seek["result"]["outcome"] == "rejected" and seek["step"] == 0
+    console.apply(SeekStarted("I am thirsty"))
+    console.apply(SeekProgress("a", 1, 11, "the street north has shops", 20.0))
+    assert console.snapshot()["seek"]["state"] == "running"  # a goal that took a step runs
+
+
 def test_anything_else_is_refused():
     console, _ = _console()
     with pytest.raises(TypeError):

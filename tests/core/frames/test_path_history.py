@@ -53,3 +53,18 @@ def test_a_new_run_drops_only_the_older_poses():
     for t in (12, 13):
         path.add(pose(t, float(t)))
     assert len(path) == 3  # still bounded after the drop
+
+
+def test_the_first_run_news_keeps_the_poses_a_late_listener_already_has():
+    """The frames node joined during step 2 of a run: the latched news it gets first is stamped
+    after steps 0 and 1, which are this run's (a CI failure: the path restarted at step 2)."""
+    path = PathHistory(min_spacing_m=0.0)
+    for t in (1, 2):
+        path.add(pose(t, float(t)))
+    assert path.on_run(("ep", 0, 0, 1), 3) is True
+    assert path.on_run(("ep", 0, 0, 1), 4) is False  # the same run, a later step
+    assert [p.stamp_ns for p in path.poses()] == [1, 2]
+    path.add(pose(5, 5.0))
+    assert path.on_run(("ep", 0, 0, 2), 6) is True  # a restart: the path starts again at its news
+    assert path.poses() == []
+    assert path.on_run(None, 7) is True and path.on_run(None, 8) is False  # idle, then still idle

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from cityseeker_ros.core.vehicles.authority import (
     MAY_SEND,
     MOVING,
+    RTL_REFUSALS,
     Authority,
     Event,
     Send,
@@ -98,6 +99,19 @@ def test_after_any_stop_only_a_decision_made_after_it_moves(stop):
     refused = a.handle(Event.DECISION, old)
     assert a.state is not State.COMMANDING and refused.refused
     assert a.handle(Event.DECISION, a.hear()).after is State.COMMANDING
+
+
+@pytest.mark.parametrize("state", list(State))
+def test_an_rtl_is_refused_with_a_reason_exactly_where_it_sends_nothing(state):
+    """The bridge answers an operator's RTL from RTL_REFUSALS: a state that has a reason there must
+    send no RTL for it, and every other state returns (RETURNING already does)."""
+    a = machine_in(state)
+    step = a.handle(Event.RTL, asked_at=a.heard)
+    if state in RTL_REFUSALS:
+        assert step.send is not Send.RTL and a.state is not State.RETURNING, state
+    else:
+        assert a.state is State.RETURNING, state
+    assert "take control" in RTL_REFUSALS[State.PILOT]
 
 
 def test_a_decision_sent_right_after_an_operators_request_counts_as_after_it():

@@ -248,6 +248,22 @@ def test_a_pilot_takeover_stops_commanding_and_the_mode_is_never_taken_back(made
     assert wait_for(lambda: link.names().count("take_control") == 2 and link.names().count("go_to") == 2)
 
 
+def test_return_to_launch_is_refused_while_a_pilot_has_the_vehicle_and_only_then(made):
+    """As take_control answers no with nothing to end, RTL answers no while a pilot has the vehicle
+    (the stack sends it nothing), and yes once control is back."""
+    link = ScriptedLink()
+    b = bridge_for(made, link)
+    link.foreign = "POSCTL"
+    assert wait_for(lambda: b.status().code == PILOT_OVERRIDE, 2.0)
+    refused = b.return_to_launch()
+    assert not refused.ok and "pilot" in refused.message and "take control" in refused.message, refused
+    assert "return_to_launch" not in link.names()
+    link.foreign = None
+    assert b.take_control(), b.control_note
+    answer = b.return_to_launch()
+    assert answer.ok and link.names().count("return_to_launch") == 1, (answer, link.names())
+
+
 def test_low_battery_returns_to_launch_once(made):
     link = ScriptedLink()
     b = bridge_for(made, link, rtl_battery_fraction=0.25, safety={"decision_timeout_s": 30.0})

@@ -249,10 +249,10 @@ class Watched(PmaPolicy):
 
 
 @pytest.fixture(scope="module")
-def monaco_questions(packaged_questions):
+def monaco_questions(monaco_dir):
     from cityseeker_ros.core.worlds.folder import load_world
 
-    return load_world(packaged_questions("monaco"), split="test", family="questions")
+    return load_world(monaco_dir, split="test", family="questions")
 
 
 def test_on_the_monaco_questions_the_navigator_never_goes_back_and_forth_for_more_than_four_steps(monaco_questions):

@@ -196,13 +196,10 @@ def test_the_checker_refuses_a_wrong_word_by_its_own_geometry():
 
 
 @pytest.fixture(scope="module", params=sorted(PACKAGED_SOURCES))
-def packaged(request, tmp_path_factory) -> tuple[str, Path, Path]:
-    """Each packaged extract built by the project's builder, needs and landmark goals."""
+def packaged(request, packaged_world) -> tuple[str, Path, Path]:
+    """Each packaged extract built by the project's builder with every family (the session's)."""
     name = request.param
-    pbf = fetch_source(name, default_cache_dir())
-    out = tmp_path_factory.mktemp("packaged") / name
-    _build(name, out, ["needs", "landmarks"])
-    return name, out, pbf
+    return name, packaged_world(name), fetch_source(name, default_cache_dir())
 
 
 def test_every_packaged_world_has_no_false_fact_and_every_goal_pinned(packaged):

@@ -271,13 +271,13 @@ def test_the_raw_map_is_what_catches_the_second_car_park(provoked):
 
 
 @pytest.fixture(scope="module", params=sorted(PACKAGED_SOURCES))
-def packaged(request, packaged_questions):
+def packaged(request, packaged_world):
     """Each packaged extract built by `cityseeker world build`'s code (the raw map handed to the
     question generator as the build does), read back from the world folder."""
     from cityseeker_ros.core.worlds.osm_sources import default_cache_dir, fetch_source
 
     name = request.param
-    return name, packaged_questions(name), fetch_source(name, default_cache_dir())
+    return name, packaged_world(name), fetch_source(name, default_cache_dir())
 
 
 def test_a_packaged_world_has_no_false_fact_and_no_unsure_answer(packaged):
