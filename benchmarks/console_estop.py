@@ -2,10 +2,13 @@
 per link, on loopback, with the node set `cityseeker seek --console` starts (tests/ar/console_live.py:
 the same nodes, no seek client, so the console sends every goal and the run outlives each Seek).
 
-The press is the page's own message (console.js: `{"type": "estop", "confirm": true}` after the
-confirm) sent on the console's WebSocket, stamped just before it leaves; Chromium is left out
-because its event loop and paint add their own noise on a loaded machine, and the page sends
-exactly this message (tests/ar/test_console_browser.py and test_console_seek.py check that).
+The press (`--press`):
+- `socket` (default): the page's own message (console.js: `{"type": "estop", "confirm": true}`
+  after the confirm) sent on the console's WebSocket, stamped just before it leaves: the stack's
+  share alone, without Chromium's event loop and paint, which add their own noise on a loaded machine;
+- `chromium`: the console page open in headless Chromium, a mouse press on E-stop, then on its
+  confirm (CDP Input.dispatchMouseEvent, as tests/ar/test_console_browser.py presses), stamped just
+  before the confirm's press is dispatched; each cycle also waits for the page to show LATCHED.
 Each cycle: a Seek from the console's form, the vehicle moving, the press, the hold seen on the
 vehicle, a new Seek goal sent while latched, 2 s, Reset e-stop, and the next cycle's goal.
 
@@ -21,11 +24,13 @@ Where the vehicle sees the hold:
   latched: setpoints and mode, arming, takeoff, land, RTL or speed commands it received from
   0.3 s after the hold (commands already in flight) to the reset.
 
-    python benchmarks/console_estop.py [--presses 30] [--links walker,mavlink] [--world DIR] [--json OUT]
+    python benchmarks/console_estop.py [--presses 30] [--links walker,mavlink] [--press socket|chromium]
+                                       [--world DIR] [--json OUT]
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import statistics
@@ -43,12 +48,74 @@ sys.path.insert(0, str(REPO))
 from cityseeker_ros.core.streets.geodesy import geodesic_m  # noqa: E402
 from cityseeker_ros.core.vehicles.mavlink.simulator import MOTION_COMMANDS, SETPOINTS, MavlinkSimulator  # noqa: E402
 from cityseeker_ros.ros import env as ros  # noqa: E402
+from tests.ar.browser import Browser  # noqa: E402
 from tests.ar.console_live import ConsoleSocket, live_console, start_seek  # noqa: E402
 from tests.ros.test_seek_mavlink import SAFETY, TINY_VIEWS, WITHIN_LIMITS, free_udp_port, home_node  # noqa: E402
 
 ESTOP = {"type": "estop", "confirm": True}
 LATCHED_S = 2.0  # how long a new goal waits, latched, before Reset
 VIEWS = ["--source-param", "views=rendered", "--source-param", 'view_params={"width": 64, "height": 36}']
+
+
+class SocketPress:
+    """E-stop as the page's message on the console's own socket."""
+
+    def __init__(self, console: ConsoleSocket) -> None:
+        self.console = console
+
+    def __call__(self) -> float:
+        return self.console.send(ESTOP)
+
+    def close(self) -> None:
+        pass
+
+
+class ChromiumPress:
+    """E-stop pressed in the console page in headless Chromium: E-stop, then its confirm, as mouse
+    presses; the time just before the confirm's press is dispatched. Each press waits for the page
+    to show the latch."""
+
+    def __init__(self, console: ConsoleSocket) -> None:
+        self.browser = Browser()
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, name="chromium-press", daemon=True).start()
+        self.page = self._call(self.browser.page())
+        self._call(self.page.open(console.url))
+        self._call(self.page.wait_for("window.__console.mapLoaded", 60))
+        self.latch_shown_s: list[float] = []
+
+    def _call(self, coro: Any, timeout_s: float = 90.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout_s)
+
+    async def _press(self, element_id: str) -> float:
+        box = json.loads(await self.page.js(
+            f"JSON.stringify(document.getElementById('{element_id}').getBoundingClientRect())"))
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        pressed = time.monotonic()
+        for kind in ("mousePressed", "mouseReleased"):
+            await self.page.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+        return pressed
+
+    async def _estop(self) -> float:
+        await self._press("estop")
+        await self.page.wait_for("!document.getElementById('estop-confirm').hidden", 5, 0.01)
+        return await self._press("estop-yes")
+
+    def __call__(self) -> float:
+        pressed = self._call(self._estop())
+        self._call(self.page.wait_for("document.getElementById('safety-estop').textContent === 'LATCHED'", 10, 0.01))
+        self.latch_shown_s.append(time.monotonic() - pressed)
+        return pressed
+
+    def close(self) -> None:
+        try:
+            self._call(self.page.close(), 10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self.browser.close()
+
+
+PRESSES = {"socket": SocketPress, "chromium": ChromiumPress}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -131,8 +198,10 @@ def _new_goal_while_latched(console: ConsoleSocket) -> dict[str, Any]:
 
 
 def _goal(console: ConsoleSocket) -> None:
-    """A Seek under way: the one sent while latched may still run after Reset; else a new one."""
-    if console.state["seek"]["state"] != "running":
+    """A Seek under way: the one sent while latched may still run after Reset; else a new one (a
+    goal the server took shows "starting" until its first step or its refusal)."""
+    state = console.wait(lambda s: s["seek"]["state"] != "starting", 60, "the taken Seek to step or end")
+    if state["seek"]["state"] != "running":
         started = start_seek(console)
         assert started["ok"], started
 
@@ -141,7 +210,7 @@ def _moved(a: tuple[float, float, float], b: tuple[float, float, float], metres:
     return geodesic_m(a[1], a[2], b[1], b[2]) > metres
 
 
-def walker_cycles(console: ConsoleSocket, fixes: Fixes, presses: int) -> list[dict[str, Any]]:
+def walker_cycles(console: ConsoleSocket, press: Any, fixes: Fixes, presses: int) -> list[dict[str, Any]]:
     cycles = []
     while len(cycles) < presses:
         _goal(console)
@@ -151,7 +220,7 @@ def walker_cycles(console: ConsoleSocket, fixes: Fixes, presses: int) -> list[di
             return len(recent) >= 3 and _moved(recent[-2], recent[-1]) and _moved(recent[0], recent[-1], 0.05)
 
         _wait(moving, 60, "the walker never moved")
-        pressed = console.send(ESTOP)
+        pressed = press()
         console.wait(lambda s: bool(s["safety"]) and s["safety"]["estop"], 10, "latched")
         time.sleep(max(0.0, pressed + 1.0 - time.monotonic()))
         after = fixes.since(pressed)
@@ -173,7 +242,7 @@ def walker_cycles(console: ConsoleSocket, fixes: Fixes, presses: int) -> list[di
     return cycles
 
 
-def mavlink_cycles(console: ConsoleSocket, sim: MavlinkSimulator, presses: int) -> list[dict[str, Any]]:
+def mavlink_cycles(console: ConsoleSocket, press: Any, sim: MavlinkSimulator, presses: int) -> list[dict[str, Any]]:
     modes, cycles = Modes(sim), []
     hold = sim.flavour.hold_mode
     try:
@@ -182,7 +251,7 @@ def mavlink_cycles(console: ConsoleSocket, sim: MavlinkSimulator, presses: int) 
             _wait(lambda: sim.mode == sim.flavour.control_mode and abs(sim.vel[0]) + abs(sim.vel[1]) > 0.5, 120,
                   "the vehicle never flew")
             time.sleep(0.3)
-            pressed = console.send(ESTOP)
+            pressed = press()
             held = _wait(lambda pressed=pressed: modes.first(hold, pressed), 10, f"never {hold}")
             console.wait(lambda s: bool(s["safety"]) and s["safety"]["estop"], 10, "latched")
             goal = _new_goal_while_latched(console)
@@ -199,17 +268,21 @@ def mavlink_cycles(console: ConsoleSocket, sim: MavlinkSimulator, presses: int) 
     return cycles
 
 
-def run_link(link: str, world: Path, presses: int, tmp: Path) -> dict[str, Any]:
+def run_link(link: str, world: Path, presses: int, press_kind: str, tmp: Path) -> dict[str, Any]:
     out = tmp / link
+    press: Any = None
     with ros.lease_domain() as domain:
         if link == "walker":
             seek_args = ("--source", "replay", *VIEWS)
             with live_console(world, out, domain, seek_args, bridge_params={"state_rate_hz": 50.0}) as (console, _):
                 fixes = Fixes(ros.ros_env(domain_id=domain), tmp / "fix_recorder.log")
                 try:
-                    cycles = walker_cycles(console, fixes, presses)
+                    press = PRESSES[press_kind](console)
+                    cycles = walker_cycles(console, press, fixes, presses)
                 finally:
                     fixes.close()
+                    if press is not None:
+                        press.close()
             command = (f"cityseeker seek \"I am thirsty\" --world {world.name} --policy random --max-steps 30 "
                        f"--source replay {' '.join(VIEWS)} --console (vehicle_bridge state_rate_hz 50)")
         else:
@@ -220,13 +293,20 @@ def run_link(link: str, world: Path, presses: int, tmp: Path) -> dict[str, Any]:
             with MavlinkSimulator("px4", port, home=(node.lat, node.lon, 10.0), **WITHIN_LIMITS) as sim, \
                     live_console(world, out, domain, seek_args) as (console, _):
                 console.wait(lambda s: bool(s["safety"]) and s["safety"]["connected"], 60, "connected")
-                cycles = mavlink_cycles(console, sim, presses)
+                try:
+                    press = PRESSES[press_kind](console)
+                    cycles = mavlink_cycles(console, press, sim, presses)
+                finally:
+                    if press is not None:
+                        press.close()
             command = (f"cityseeker seek \"I am thirsty\" --world {world.name} --policy random --max-steps 30 "
                        f"--vehicle mavlink:udp://127.0.0.1:PORT --link-param takeoff_alt_m=5 --safety-config "
                        f"config/safety.yaml --source replay {' '.join(TINY_VIEWS)} --console "
                        f"(MAVLink simulator, PX4 rules, in-process)")
     times = [c["press_to_hold_s"] for c in cycles]
-    return {"link": link, "command": command, "presses": len(cycles),
+    shown = getattr(press, "latch_shown_s", None)
+    return {"link": link, "command": command, "press": press_kind, "presses": len(cycles),
+            "latch_shown_p50_s": statistics.median(shown) if shown else None,
             "p50_s": statistics.median(times), "p95_s": pct(times, 0.95), "max_s": max(times),
             "moves_latched": sum(c["moves_latched"] for c in cycles),
             "goal_latched_answers": sorted({f"{c['goal_latched']['ok']}: {c['goal_latched']['message']}"
@@ -247,18 +327,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--presses", type=int, default=30)
     parser.add_argument("--links", default="walker,mavlink")
+    parser.add_argument("--press", choices=sorted(PRESSES), default="socket",
+                        help="the page's message on the console socket, or a mouse press in Chromium")
     parser.add_argument("--world", type=Path, help="a Monaco world folder (default: built from the extract)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="console-estop-") as folder:
         tmp = Path(folder)
         world = args.world or monaco_world(tmp)
-        results = [run_link(link, world, args.presses, tmp) for link in args.links.split(",")]
+        results = [run_link(link, world, args.presses, args.press, tmp) for link in args.links.split(",")]
     for r in results:
-        print(f"\n{r['link']}: {r['command']}\n  press -> hold on the vehicle over {r['presses']} presses: "
+        shown = r["latch_shown_p50_s"]
+        shown = "" if shown is None else f"; LATCHED on the page p50 {shown * 1000:.0f} ms after the press"
+        print(f"\n{r['link']}: {r['command']}\n  press ({r['press']}) -> hold on the vehicle over "
+              f"{r['presses']} presses: "
               f"p50 {r['p50_s'] * 1000:.0f} ms, p95 {r['p95_s'] * 1000:.0f} ms, max {r['max_s'] * 1000:.0f} ms; "
               f"moves between the press and Reset (a new goal sent while latched): {r['moves_latched']}\n"
-              f"  the new goal's answers while latched: {r['goal_latched_answers']}")
+              f"  the new goal's answers while latched: {r['goal_latched_answers']}{shown}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0 if all(r["moves_latched"] == 0 for r in results) else 1

@@ -35,6 +35,7 @@ class ConsoleSocket:
     monotonic time it arrived) and `send` of a page message, stamped just before it leaves."""
 
     def __init__(self, url: str) -> None:
+        self.url = url  # the page's address, token included
         base, token = url.split("/console?token=")
         self.ws_url = f"{base.replace('http', 'ws', 1)}/console/ws?token={token}"
         self.state: dict[str, Any] = {}
@@ -158,20 +159,22 @@ def _started(state: dict[str, Any], before: dict[str, Any]) -> bool:
 
 
 def start_seek(console: ConsoleSocket, timeout_s: float = 90.0) -> dict[str, Any]:
-    """Press Seek until the supervisor's Seek server is up (the node set starts in parallel, and
-    the console answers "not available" until then, as it would an operator). A goal accepted
-    shows as a running Seek (the console answers only a refusal); {"ok": True, ...} then, else
-    the console's answer."""
+    """Press Seek until the node set is up (it starts in parallel: the console answers "not
+    available" until the Seek server is, and the supervisor refuses `not_ready` until its decision
+    node is active, as an operator would see). A goal taken shows as "starting", then as running
+    from its first step (a MAVLink vehicle takes off first), or its refusal comes as the console's
+    answer; {"ok": True, ...} when it runs, else the answer."""
     deadline = time.monotonic() + timeout_s
     while True:
         before, seek = console.state["answer_count"], console.state["seek"]
         console.send(seek_message())
         state = console.wait(lambda s, before=before, seek=seek: (
             s["answer_count"] > before and s["answers"][-1]["command"] == "seek")
-            or _started(s, seek), 30.0, "answered a Seek")
+            or _started(s, seek), 120.0, "answered a Seek")
         if _started(state, seek):
             return {"command": "seek", "ok": True, "message": "running"}
         answer = state["answers"][-1]
-        if "not available" not in answer["message"] or time.monotonic() > deadline:
+        starting = "not available" in answer["message"] or "(not_ready)" in answer["message"]
+        if not starting or time.monotonic() > deadline:
             return answer
         time.sleep(0.5)

@@ -115,6 +115,12 @@ def check_replaceable(out_dir: Path, replaceable: Callable[[Path], bool], what: 
                           "refusing to overwrite it (choose another folder)")
 
 
+def folder_json_text(doc: Any) -> str:
+    """A document as replace_folder writes it: a file rewritten alone later (world tasks) must come
+    out byte for byte as the folder's writer made it, or a fingerprint of the folder breaks."""
+    return json.dumps(clean_json(doc), indent=1, ensure_ascii=False) + "\n"
+
+
 def replace_folder(out_dir: Path, documents: dict[str, Any], replaceable: Callable[[Path], bool],
                    what: str) -> None:
     """Write JSON documents into a hidden sibling, then swap it in: a crash leaves the old
@@ -127,7 +133,7 @@ def replace_folder(out_dir: Path, documents: dict[str, Any], replaceable: Callab
     try:
         for name, doc in documents.items():
             with open(tmp / name, "wb") as f:
-                f.write((json.dumps(clean_json(doc), indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+                f.write(folder_json_text(doc).encode("utf-8"))
         os.chmod(tmp, 0o755)  # mkdtemp makes it 0700
         if out_dir.exists():
             check_replaceable(out_dir, replaceable, what)  # it may have changed while we worked

@@ -192,9 +192,10 @@ def _source_for(family: str, source: Optional[Path]) -> dict[str, Path]:
 
 def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> dict[str, GeneratedTasks]:
     """Make (or make again) the tasks of `families` on a world folder already built, each file
-    written atomically; world.json is left as built. Needs come with the build (their settings
+    written atomically as the build writes it (the same inputs give the build's bytes, so the
+    folder stays up to date); world.json is left as built. Needs come with the build (their settings
     are the build's), so they are refused here."""
-    from cityseeker_ros.core.infra.files import write_json_atomic
+    from cityseeker_ros.core.infra.files import folder_json_text, write_text_atomic
     from cityseeker_ros.core.worlds.folder import load_scene_and_graph, read_metadata
 
     if DEFAULT_FAMILY in families:
@@ -205,7 +206,7 @@ def add_family_tasks(folder: Path, families: Sequence[str], seed: int = 0) -> di
     made = family_tasks(metadata["name"], graph, scene, families, seed, source=_recorded_source(metadata))
     for f, generated in made.items():
         if not generated.why_none:
-            write_json_atomic(Path(folder) / get_family(f).tasks_file, generated.document)
+            write_text_atomic(Path(folder) / get_family(f).tasks_file, folder_json_text(generated.document))
     return made
 
 

@@ -142,3 +142,19 @@ def test_the_command_says_up_to_date_and_force_builds_again(town, tmp_path, caps
     assert capsys.readouterr().out.startswith(f"world up to date ({out})")
     assert main(["world", "build", str(town), "--out", str(out), "--force"]) == 0
     assert capsys.readouterr().out.startswith("wrote world ")
+
+
+
+def test_world_tasks_with_the_build_s_inputs_keeps_the_world_up_to_date(tmp_path):
+    """`world tasks` rewrites a family's file as the build wrote it (it wrote another JSON layout,
+    so the build after docs/tasks.md's `world tasks` rebuilt the whole world: 4 minutes)."""
+    from cityseeker_ros.core.worlds.build import add_family_tasks
+    from tests.core.tasks.landmarks.gridtown import write_osm
+
+    osm, out = write_osm(tmp_path / "gridtown.osm"), tmp_path / "w"
+    build_world(str(osm), out, families=["needs", "landmarks"], stream=io.StringIO())
+    assert (out / "tasks.landmarks.json").is_file()
+    before = _files(out)
+    add_family_tasks(out, ["landmarks"])
+    assert _files(out) == before
+    assert "up_to_date" in build_world(str(osm), out, families=["needs", "landmarks"], stream=io.StringIO())
