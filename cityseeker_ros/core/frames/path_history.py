@@ -11,6 +11,8 @@ from typing import Any
 
 from cityseeker_ros.core.frames.transforms import Quaternion, Vector
 
+_NO_NEWS = object()  # no run news heard yet (a key may be None: the world is idle)
+
 
 @dataclass(frozen=True)
 class PathPose:
@@ -27,19 +29,18 @@ class PathHistory:
             raise ValueError(f"path min_spacing_m must be a finite number >= 0, got {min_spacing_m!r}")
         self.max_poses, self.min_spacing_m = max_poses, float(min_spacing_m)
         self._poses: deque[PathPose] = deque(maxlen=max_poses)
-        self._run_key: Any = None
-        self._runs_seen = 0
+        self._run_key: Any = _NO_NEWS
 
     def on_run(self, key: Any, stamp_ns: int) -> bool:
         """A run's news, stamped `stamp_ns`: True when it is a new run (its key changed). A new
         run's path starts at the news, except for the first news ever heard: a listener that joined
         late gets the latest state (step k, stamped k steps in), and the poses before it are this
         very run's."""
-        if self._runs_seen and key == self._run_key:
+        if key == self._run_key:
             return False
-        if self._runs_seen:
+        if self._run_key is not _NO_NEWS:
             self.drop_before(stamp_ns)
-        self._run_key, self._runs_seen = key, self._runs_seen + 1
+        self._run_key = key
         return True
 
     def add(self, pose: PathPose) -> bool:
