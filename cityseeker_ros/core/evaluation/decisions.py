@@ -46,6 +46,10 @@ def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                             "p95": round(float(np.percentile(values, 95)), 4)}
     if latency:
         out["latency_s"] = latency
+    cached = [d["cache"] for d in steps if d.get("cache")]  # the local backend's fast path
+    if cached:
+        out["cache"] = {k: sum(int(c.get(k, 0)) for c in cached)
+                        for k in ("vision_hits", "vision_misses", "prefix_tokens", "compiled")}
     tokens = {}
     for kind in ("prompt", "completion"):  # per decision, over the decisions whose backend counted them
         counts = [d["tokens"][kind] for d in steps if isinstance((d.get("tokens") or {}).get(kind), int)]

@@ -15,6 +15,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,7 +219,10 @@ def race_trial(sim: RecordingSimulator, bridge: VehicleBridge, goal: Goal, delay
             pass  # a busy wait: a sleep this short is not kept
     t_trip = time.monotonic()
     bridge.trip_estop("race")
-    wait_for(lambda: bridge.status().code == "estop" and bridge.door.in_flight == 0, 5.0, "held after the trip")
+    try:
+        wait_for(lambda: bridge.status().code == "estop" and bridge.door.in_flight == 0, 15.0, "held after the trip")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {where_things_stand(sim, bridge, t_trip)}") from None
     submitted = len(bridge.stops) > stops
     if submitted:
         wait_for(lambda: sim.requests_after(t_trip, stop=True), 2.0, "the simulator received the hold")
@@ -227,6 +231,24 @@ def race_trial(sim: RecordingSimulator, bridge: VehicleBridge, goal: Goal, delay
     since = holds[0][0] if holds else t_trip
     return Trial(delay_s, submitted, bridge.door.interrupted > interrupted,
                  holds[0][0] - t_trip if holds else None, sim.count(SETPOINTS, since), sim.motion_after(since))
+
+
+def where_things_stand(sim: RecordingSimulator, bridge: VehicleBridge, since: float) -> str:
+    """What a failed wait needs to be explained: the bridge's view, the vehicle's and the wire's."""
+    status = bridge.status()
+    try:
+        state = bridge.link.state()
+        link = f"link mode {state.mode}, foreign {state.foreign_mode}"
+    except LinkError as exc:
+        link = f"link state: {exc}"
+    events = [(round(t - since, 3), line) for t, line in bridge.events if t > since - 1.0]
+    steps = [f"{s.before.value} -{s.event.value}-> {s.after.value}" + (f" sends {s.send.value}" if s.send else "")
+             for s in bridge.authority.history[-6:]]
+    return (f"status {status.code} ({status.reason}); authority {bridge.authority.state.value}; door in flight "
+            f"{bridge.door.in_flight}, epoch {bridge.door.epoch}; {link}; simulator mode {sim.mode}, modes asked "
+            f"since the trip {[(round(t - since, 3), m) for t, m in sim.requests_after(since)]}; "
+            f"connect attempts {bridge._connect_attempts}; last authority steps {steps}; bridge events {events}; "
+            f"threads in this process {threading.active_count()}")
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)

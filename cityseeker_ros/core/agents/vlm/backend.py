@@ -44,8 +44,25 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class Latency:
+    """Seconds of one request (a batch's requests each report the batch's). A local backend also
+    splits its work: vision (preprocessing and encoding images), prefill and decode; None where
+    a backend cannot tell (a server)."""
+
     preprocess_s: float = 0.0  # images and template -> model inputs (or request body)
     generate_s: float = 0.0  # the model, or the round trip to the server
+    vision_s: Optional[float] = None
+    prefill_s: Optional[float] = None  # up to the first new token
+    decode_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """What a request found already done (the local backend's fast path)."""
+
+    vision_hits: int = 0  # images whose encoding was reused
+    vision_misses: int = 0  # images encoded for this request
+    prefix_tokens: int = 0  # prompt tokens whose keys and values were reused
+    compiled: bool = False  # this request compiled the decode step
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,8 @@ class Generation:
     latency: Latency = field(default_factory=Latency)
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+    token_ids: Optional[tuple[int, ...]] = None  # the reply's tokens, where the backend has them
+    cache: Optional[CacheUse] = None
 
 
 class Backend(ABC):

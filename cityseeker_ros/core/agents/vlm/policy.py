@@ -19,9 +19,22 @@ from typing import Any, Optional
 import numpy as np
 
 from cityseeker_ros.core.agents.policies.base import POLICIES, Decision, Policy, PromptContext
-from cityseeker_ros.core.agents.vlm.backend import BACKENDS, Backend, BackendError, GenerationRequest, make_backend
+from cityseeker_ros.core.agents.vlm.backend import (
+    BACKENDS,
+    Backend,
+    BackendError,
+    Generation,
+    GenerationRequest,
+    make_backend,
+)
 from cityseeker_ros.core.agents.vlm.parsing import MAX_CHARS
-from cityseeker_ros.core.agents.vlm.prompt_profiles import PromptProfile, family_profile, get_profile, mirror
+from cityseeker_ros.core.agents.vlm.prompt_profiles import (
+    PromptProfile,
+    family_profile,
+    get_profile,
+    mirror,
+    short_profile,
+)
 from cityseeker_ros.core.agents.vlm.prompts import prompt_hash
 from cityseeker_ros.core.agents.vlm.schema import ParsedDecision
 from cityseeker_ros.core.infra.errors import ConfigError
@@ -71,12 +84,28 @@ class _Step:
     preprocess_s: float = 0.0
     generate_s: float = 0.0
     parse_s: float = 0.0
+    phases_s: dict[str, float] = field(default_factory=dict)  # vision, prefill, decode, where the backend splits them
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
+    cache: Optional[dict[str, int]] = None  # the local backend's fast path: what its calls found done
 
 
 def _add(total: Optional[int], more: Optional[int]) -> Optional[int]:
     return more if total is None else total if more is None else total + more
+
+
+def _add_phases(step: _Step, generation: Generation) -> None:
+    latency = generation.latency
+    for name, value in (("vision", latency.vision_s), ("prefill", latency.prefill_s), ("decode", latency.decode_s)):
+        if value is not None:
+            step.phases_s[name] = step.phases_s.get(name, 0.0) + value
+    use = generation.cache
+    if use is not None:
+        total = step.cache or {"vision_hits": 0, "vision_misses": 0, "prefix_tokens": 0, "compiled": 0}
+        step.cache = {"vision_hits": total["vision_hits"] + use.vision_hits,
+                      "vision_misses": total["vision_misses"] + use.vision_misses,
+                      "prefix_tokens": total["prefix_tokens"] + use.prefix_tokens,
+                      "compiled": total["compiled"] + int(use.compiled)}
 
 
 def _decision_dict(parsed: Optional[ParsedDecision], action: Action) -> dict[str, Any]:
@@ -214,6 +243,10 @@ class VlmPolicy(CallsModel):
     reproducing the reference exactly, off by default: `json_schema` false sends no output
     schema, `swap_red_blue` sends images with red and blue swapped, `swap_left_right` labels
     clockwise views LEFT. docs/fidelity.md says what each changes.
+
+    `short_replies` asks for the action (or stop), a confidence and a reason of at most 80
+    characters, with the token budget that reply needs (prompts.Wording.short): far fewer tokens
+    decoded per call, the observations not asked for. Improved profile only.
     """
 
     uses_images = True
@@ -223,7 +256,8 @@ class VlmPolicy(CallsModel):
                  backend_params: Optional[dict[str, Any]] = None, mode: str = "two-call", max_new_tokens: int = 512,
                  retries: int = 1, fallback: str = "first", prompt_profile: str = "improved",
                  stop_view: str = "panorama", json_schema: bool = True, swap_red_blue: bool = False,
-                 swap_left_right: bool = False, *, backend_instance: Optional[Backend] = None) -> None:
+                 swap_left_right: bool = False, short_replies: bool = False, *,
+                 backend_instance: Optional[Backend] = None) -> None:
         if mode not in MODES:
             raise ConfigError(f"vlm policy: mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.profile = get_profile(prompt_profile)
@@ -233,9 +267,11 @@ class VlmPolicy(CallsModel):
         if stop_view not in STOP_VIEWS:
             raise ConfigError(f"vlm policy: stop_view must be one of {', '.join(STOP_VIEWS)}, got {stop_view!r}")
         for name, flag in (("json_schema", json_schema), ("swap_red_blue", swap_red_blue),
-                           ("swap_left_right", swap_left_right)):
+                           ("swap_left_right", swap_left_right), ("short_replies", short_replies)):
             if not isinstance(flag, bool):
                 raise ConfigError(f"vlm policy: {name} must be true or false, got {flag!r}")
+        if short_replies:
+            short_profile(self.profile)  # refused now for a profile without short replies
         if fallback not in FALLBACKS:
             raise ConfigError(f"vlm policy: fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
         for name, value, least in (("retries", retries, 0), ("max_new_tokens", max_new_tokens, 1)):
@@ -252,6 +288,7 @@ class VlmPolicy(CallsModel):
         self._shows_panorama = self.shows_panorama({"mode": mode, "stop_view": stop_view,
                                                     "prompt_profile": prompt_profile})
         self.json_schema, self.swap_red_blue, self.swap_left_right = json_schema, swap_red_blue, swap_left_right
+        self.short_replies = short_replies
         self._backend = backend_instance
         self._owns_backend = backend_instance is None
         self._records: list[dict[str, Any]] = []
@@ -335,7 +372,8 @@ class VlmPolicy(CallsModel):
     def _profile(self) -> PromptProfile:
         """The profile in the words of this episode's family (before any reset, the first family's)."""
         episode = getattr(self, "episode", None)
-        return family_profile(self.profile, episode.family if episode is not None else DEFAULT_FAMILY)
+        profile = family_profile(self.profile, episode.family if episode is not None else DEFAULT_FAMILY)
+        return short_profile(profile) if self.short_replies else profile
 
     def _shown(self, obs: Observation) -> Observation:
         """The observation as the prompts label it (mirrored under `swap_left_right`)."""
@@ -389,6 +427,7 @@ class VlmPolicy(CallsModel):
                 step.raw.append(generation.text[:MAX_CHARS])  # what was read; a runaway tail is not kept
                 step.preprocess_s += generation.latency.preprocess_s
                 step.generate_s += generation.latency.generate_s
+                _add_phases(step, generation)
                 step.prompt_tokens = _add(step.prompt_tokens, generation.prompt_tokens)
                 step.completion_tokens = _add(step.completion_tokens, generation.completion_tokens)
                 t = time.perf_counter()
@@ -446,9 +485,11 @@ class VlmPolicy(CallsModel):
             "parse_error": step.parse_error if step.fallback else None,
             "problems": list(step.problems),
             "latency_s": {"preprocess": step.preprocess_s, "generate": step.generate_s, "parse": step.parse_s,
-                          "total": total_s},
+                          "total": total_s, **step.phases_s},
             "tokens": {"prompt": step.prompt_tokens, "completion": step.completion_tokens},
         }
+        if step.cache is not None:
+            record["cache"] = dict(step.cache)
         if self.mode == "two-call" and step.hashes:
             check = step.stop_check
             record["stop_input"] = step.stop_input
@@ -475,7 +516,8 @@ class VlmPolicy(CallsModel):
         return {**base, "policy": "vlm", "prompt_profile": profile.name, "prompt_version": profile.version,
                 "prompt_template_hash": profile.template_hash, "mode": self.mode, "stop_view": self.stop_view,
                 "json_schema": self.json_schema, "swap_red_blue": self.swap_red_blue,
-                "swap_left_right": self.swap_left_right, "retries": self.retries, "fallback": self.fallback,
+                "swap_left_right": self.swap_left_right, "short_replies": self.short_replies,
+                "retries": self.retries, "fallback": self.fallback,
                 "max_new_tokens": self.max_new_tokens}
 
     def close(self) -> None:

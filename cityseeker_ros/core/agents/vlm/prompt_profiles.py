@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, Optional
 
@@ -90,8 +90,8 @@ IMPROVED = PromptProfile(
     always_choose=False)
 
 
-def _improved_for(forms: PromptForms, version: str) -> PromptProfile:
-    wording, answers = prompts.family_wording(forms), forms.answers
+def _improved_for(forms: PromptForms, version: str, short: bool = False) -> PromptProfile:
+    wording, answers = replace(prompts.family_wording(forms), short=short), forms.answers
     return PromptProfile(
         name="improved", version=version,
         stop=lambda obs, ctx, n, pano: prompts.stop_prompt(obs, ctx, n, panorama=pano, wording=wording),
@@ -331,6 +331,27 @@ def family_profile(profile: PromptProfile, family: str) -> PromptProfile:
 @cache
 def _family_profile(name: str, family: str, forms: PromptForms) -> PromptProfile:
     return _FOR_FAMILY[name](forms, f"{PROFILES[name].version}+{family}/{FAMILY_VERSION}")
+
+
+SHORT_VERSION = "short/1"  # bump when the short replies' words or schemas change
+
+
+@cache
+def short_profile(profile: PromptProfile) -> PromptProfile:
+    """`profile` (improved, in any family's words) asking for short replies (prompts.Wording.short):
+    the action or stop, a confidence and a reason of at most SHORT_REASON_CHARS characters, within the
+    token budget their schema needs. The paper profile keeps the paper's replies."""
+    if profile.name != "improved":
+        raise ConfigError(f"vlm policy: short_replies works with prompt_profile improved, not {profile.name!r} "
+                          "(the paper profile keeps the paper's replies)")
+    version = f"{profile.version}+{SHORT_VERSION}"
+    if profile.forms is not None:
+        return _improved_for(profile.forms, version, short=True)
+    wording = replace(prompts.CITYSEEKER, short=True)
+    return replace(IMPROVED, version=version,
+                   stop=lambda obs, ctx, n, pano: prompts.stop_prompt(obs, ctx, n, panorama=pano, wording=wording),
+                   choice=lambda obs, ctx, n, pano: prompts.choice_prompt(obs, ctx, n, wording=wording),
+                   single=lambda obs, ctx, n, pano: prompts.single_prompt(obs, ctx, n, wording=wording))
 
 
 def get_profile(name: str) -> PromptProfile:

@@ -27,8 +27,12 @@ from cityseeker_ros.core.agents.vlm.backend import Content, GenerationRequest, M
 from cityseeker_ros.core.agents.vlm.schema import (
     LETTERS,
     MAX_ANSWER_CHARS,
+    SHORT_REASON_CHARS,
     STOP_WORD,
     decision_schema,
+    reply_budget,
+    short_decision_schema,
+    short_stop_schema,
     stop_schema,
     with_answer,
 )
@@ -71,6 +75,7 @@ class Wording:
     choice_example: str
     answers: bool = False  # the stop gives an answer: the replies carry an `answer` field
     compass: bool = False  # view labels name the compass direction too (goals stated by bearing)
+    short: bool = False  # short replies: action or stop, confidence and a short reason; a budget to fit
 
 
 CITYSEEKER = Wording(
@@ -230,7 +235,29 @@ def _letters(n: int, allow_stop: bool) -> str:
 _ANSWER_SLOT = '"answer": "<your answer when you stop, else empty>", '
 
 
+_REASON = f'"reason": "<why, in at most {SHORT_REASON_CHARS} characters>"'
+_SHORT_STOP_EXAMPLE = '{"stop": false, "confidence": 0.8, "reason": "Nothing here fits, so I keep going."}'
+SHORT_CHOICE_EXAMPLE = '{"action": "B", "confidence": 0.78, "reason": "The avenue (B) is the likelier way."}'
+
+
+def _short_format(fields: str, example: str, answer: bool) -> list[str]:
+    if answer:  # the example continues, so its answer is empty
+        fields = fields.replace('"confidence"', f'{_ANSWER_SLOT}"confidence"', 1)
+        example = example.replace('"confidence"', '"answer": "", "confidence"', 1)
+    return ["Reply with this JSON object, kept short:", f"{{{fields}, {_REASON}}}", "Example reply:", example]
+
+
+def _short(request: GenerationRequest, max_new_tokens: int) -> GenerationRequest:
+    """A short reply's request: the token budget its schema needs, within the policy's."""
+    assert request.json_schema is not None
+    return GenerationRequest(request.messages, max_new_tokens=min(max_new_tokens, reply_budget(request.json_schema)),
+                             temperature=request.temperature, json_schema=request.json_schema)
+
+
 def _decision_format(n: int, allow_stop: bool, wording: Wording) -> list[str]:
+    if wording.short:
+        return _short_format(f'"action": "<one of {_letters(n, allow_stop)}>", "confidence": <number from 0 to 1>',
+                             SHORT_CHOICE_EXAMPLE, wording.answers and allow_stop)
     answer = _ANSWER_SLOT if wording.answers and allow_stop else ""
     example = wording.choice_example
     if answer:  # the example continues, so its answer is empty
@@ -251,18 +278,24 @@ def stop_prompt(obs: Observation, context: Optional[PromptContext] = None,
     if panorama is None and len(obs.views) > len(LETTERS):
         raise ValueError(f"{len(obs.views)} views; prompts label at most {len(LETTERS)}")
     where = "in this panorama" if panorama is not None else "in these views"
-    answer = _ANSWER_SLOT if wording.answers else ""
-    task = [wording.stop_task.replace("{where}", where),
-            "Reply with this JSON object:",
-            '{"observation": "<what you see here>", "thoughts": "<your reasoning>", "stop": true or false, '
-            f'{answer}"confidence": <number from 0 to 1>}}',
-            "Example reply:", wording.stop_example]
-    schema = stop_schema()
-    if wording is not CITYSEEKER:
-        schema.pop("description", None)  # it asks about "the place that satisfies the request"
-    return _request(obs, context, ("backtrack",), task, with_answer(schema) if wording.answers else schema,
-                    max_new_tokens, wording,
-                    None if panorama is None else panorama_items(obs, panorama))
+    if wording.short:
+        task = [wording.stop_task.replace("{where}", where),
+                *_short_format('"stop": true or false, "confidence": <number from 0 to 1>', _SHORT_STOP_EXAMPLE,
+                               wording.answers)]
+        schema = short_stop_schema()
+    else:
+        answer = _ANSWER_SLOT if wording.answers else ""
+        task = [wording.stop_task.replace("{where}", where),
+                "Reply with this JSON object:",
+                '{"observation": "<what you see here>", "thoughts": "<your reasoning>", "stop": true or false, '
+                f'{answer}"confidence": <number from 0 to 1>}}',
+                "Example reply:", wording.stop_example]
+        schema = stop_schema()
+        if wording is not CITYSEEKER:
+            schema.pop("description", None)  # it asks about "the place that satisfies the request"
+    request = _request(obs, context, ("backtrack",), task, with_answer(schema) if wording.answers else schema,
+                       max_new_tokens, wording, None if panorama is None else panorama_items(obs, panorama))
+    return _short(request, max_new_tokens) if wording.short else request
 
 
 def _task(sentence: str, n: int) -> str:
@@ -275,6 +308,9 @@ def choice_prompt(obs: Observation, context: Optional[PromptContext] = None,
     check_views(obs)
     n = len(obs.views)
     task = [_task(wording.choice_task, n), *_decision_format(n, False, wording)]
+    if wording.short:
+        return _short(_request(obs, context, ("backtrack", "surroundings", "history"), task,
+                               short_decision_schema(n, False), max_new_tokens, wording), max_new_tokens)
     return _request(obs, context, ("backtrack", "surroundings", "history"), task, decision_schema(n, False),
                     max_new_tokens, wording)
 
@@ -285,9 +321,10 @@ def single_prompt(obs: Observation, context: Optional[PromptContext] = None,
     check_views(obs)
     n = len(obs.views)
     task = [_task(wording.single_task, n), *_decision_format(n, True, wording)]
-    schema = decision_schema(n, True)
-    return _request(obs, context, ("backtrack", "surroundings", "history"), task,
-                    with_answer(schema) if wording.answers else schema, max_new_tokens, wording)
+    schema = short_decision_schema(n, True) if wording.short else decision_schema(n, True)
+    request = _request(obs, context, ("backtrack", "surroundings", "history"), task,
+                       with_answer(schema) if wording.answers else schema, max_new_tokens, wording)
+    return _short(request, max_new_tokens) if wording.short else request
 
 
 def _image_digest(image: np.ndarray) -> bytes:

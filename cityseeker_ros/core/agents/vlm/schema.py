@@ -7,6 +7,7 @@ so a decision that reaches the policy always satisfies them.
 from __future__ import annotations
 
 import copy
+import json
 import string
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 LETTERS = string.ascii_uppercase  # view labels: A is the first view, Z the 26th
 STOP_WORD = "STOP"
 MAX_ANSWER_CHARS = 200  # a longer answer is a runaway, not an answer: parsed as invalid
+SHORT_REASON_CHARS = 80  # the short replies' reason (VlmPolicy's short_replies)
 
 
 class ViewObservation(BaseModel):
@@ -111,3 +113,61 @@ def with_answer(schema: dict[str, Any]) -> dict[str, Any]:
     schema["properties"]["answer"] = dict(ANSWER_FIELD)
     schema["required"] = [*schema.get("required", []), "answer"]
     return schema
+
+
+class ShortDecision(BaseModel):
+    """The short reply to the choice and single prompts: the action, a confidence and a short reason
+    (the parser reads `reason` as the thoughts; the observations are not asked for)."""
+
+    model_config = ConfigDict(title="Decision")
+
+    action: str = Field(pattern=r"^(?:[A-Z]|STOP)$")
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = Field(max_length=SHORT_REASON_CHARS)
+
+
+class ShortStop(BaseModel):
+    """The short reply to the stop prompt."""
+
+    stop: bool
+    confidence: float = Field(ge=0.0, le=1.0)
+    reason: str = Field(max_length=SHORT_REASON_CHARS)
+
+
+def short_decision_schema(n_views: int, allow_stop: bool) -> dict[str, Any]:
+    schema = _inline_refs(ShortDecision.model_json_schema())
+    schema.pop("description", None)  # the docstring speaks to us, not to the model
+    choices = list(LETTERS[:n_views]) + ([STOP_WORD] if allow_stop else [])
+    schema["properties"]["action"] = {"title": "Action", "type": "string", "enum": choices}
+    return schema
+
+
+def short_stop_schema() -> dict[str, Any]:
+    schema = _inline_refs(ShortStop.model_json_schema())
+    schema.pop("description", None)
+    return schema
+
+
+REPLY_SLACK_TOKENS = 8  # spaces, a newline, the end-of-sequence token
+
+
+def reply_budget(schema: dict[str, Any]) -> int:
+    """Tokens enough for the longest reply `schema` allows (every string at its maxLength, the longest
+    choice, a confidence written with 2 decimals), counted as one token a character: a bound for
+    tokenizers whose tokens cover a character or more, which a model's tokens do for Latin text.
+    The fields of a short schema are all bounded; a field without a bound is refused."""
+    longest: dict[str, Any] = {}
+    for name, field_schema in schema["properties"].items():
+        if "enum" in field_schema:
+            longest[name] = max((str(v) for v in field_schema["enum"]), key=len)
+        elif field_schema.get("type") == "string":
+            if "maxLength" not in field_schema:
+                raise ValueError(f"reply_budget: field {name!r} has no maxLength")
+            longest[name] = "x" * int(field_schema["maxLength"])
+        elif field_schema.get("type") == "boolean":
+            longest[name] = False
+        elif field_schema.get("type") == "number":
+            longest[name] = 0.55
+        else:
+            raise ValueError(f"reply_budget: field {name!r} of type {field_schema.get('type')!r} is unbounded")
+    return len(json.dumps(longest)) + REPLY_SLACK_TOKENS

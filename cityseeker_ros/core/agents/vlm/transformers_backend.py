@@ -26,12 +26,14 @@ from cityseeker_ros.core.agents.vlm.backend import (
     BACKENDS,
     Backend,
     BackendError,
+    CacheUse,
     Generation,
     GenerationRequest,
     Latency,
 )
+from cityseeker_ros.core.agents.vlm.fast_decode import FastDecoder, FastSwitches, check_fast_family
 from cityseeker_ros.core.agents.vlm.quantization import QUANTIZATIONS, quantization_config
-from cityseeker_ros.core.agents.vlm.qwen_inputs import QWEN_MODEL_TYPES, QwenInputBuilder
+from cityseeker_ros.core.agents.vlm.qwen_inputs import IMAGE_TOKEN, QWEN_MODEL_TYPES, QwenImageConfig, QwenInputBuilder
 from cityseeker_ros.core.infra.errors import ConfigError
 from cityseeker_ros.core.infra.text import clean_text
 
@@ -92,6 +94,43 @@ class _ProcessorInputs:
         return dict(self.processor(text=texts, padding=True, padding_side="left", return_tensors="pt", **kwargs))
 
 
+class _PhaseClock:
+    """Times `generate`'s phases without changing what it does: the vision tower by hooks on it, the
+    prefill by the first new token a streamer receives (transformers calls `put` with the prompt, then
+    with each new token)."""
+
+    def __init__(self, sync: Any) -> None:
+        self._sync = sync
+        self.vision_s = 0.0
+        self._vision_started = 0.0
+        self.started = self.first_token = 0.0
+        self._puts = 0
+
+    def attach(self, visual: Any) -> None:
+        visual.register_forward_pre_hook(lambda *_: self._vision_start())
+        visual.register_forward_hook(lambda *_: self._vision_end())
+
+    def _vision_start(self) -> None:
+        self._sync()
+        self._vision_started = time.perf_counter()
+
+    def _vision_end(self) -> None:
+        self._sync()
+        self.vision_s += time.perf_counter() - self._vision_started
+
+    def begin(self) -> None:
+        self.vision_s, self._puts, self.started, self.first_token = 0.0, 0, time.perf_counter(), 0.0
+
+    def put(self, value: Any) -> None:
+        self._puts += 1
+        if self._puts == 2:  # the first put is the prompt
+            self._sync()
+            self.first_token = time.perf_counter()
+
+    def end(self) -> None:
+        pass
+
+
 class _QwenInputs:
     kind = "qwen_inputs"
 
@@ -122,6 +161,10 @@ class TransformersBackend(Backend):
         seed: int = 0,
         processor: str = "auto",
         ignore_eos: bool = False,
+        vision_cache_mb: float = 0.0,
+        prefix_cache_entries: int = 0,
+        static_cache: bool = False,
+        compile_decode: bool = False,
     ) -> None:
         path = Path(str(model)).expanduser()
         if not (path / "config.json").is_file():
@@ -129,6 +172,8 @@ class TransformersBackend(Backend):
             raise ConfigError(f"transformers backend: model folder '{path}' {what} (weights are never downloaded: "
                               f"give a local checkpoint folder)")
         self._validate(dtype, quantization, min_pixels, max_pixels, max_batch_size, processor)
+        switches = FastSwitches(vision_cache_mb, prefix_cache_entries, static_cache, compile_decode)
+        switches.check()
         import torch
         import transformers
 
@@ -152,18 +197,22 @@ class TransformersBackend(Backend):
         except RuntimeError as exc:  # CUDA out of memory while loading, a broken kernel...
             raise BackendError(f"transformers backend: loading '{path}' failed: {exc}") from None
         self._attach(loaded, path, quantization=quantization, min_pixels=min_pixels, max_pixels=max_pixels,
-                     max_batch_size=max_batch_size, processor=processor, ignore_eos=ignore_eos, seed=seed)
+                     max_batch_size=max_batch_size, processor=processor, ignore_eos=ignore_eos, seed=seed,
+                     switches=switches)
 
     @classmethod
     def from_model(cls, model: Any, path: Path | str, *, quantization: str = "none", min_pixels: Optional[int] = None,
                    max_pixels: Optional[int] = None, max_batch_size: int = 8, processor: str = "auto",
-                   ignore_eos: bool = False, seed: int = 0) -> TransformersBackend:
+                   ignore_eos: bool = False, seed: int = 0,
+                   switches: FastSwitches = FastSwitches()) -> TransformersBackend:
         """A backend around a model already in memory (random full-size weights); `path` holds its
         tokenizer and processor files."""
         self = cls.__new__(cls)
         self._validate("auto", quantization, min_pixels, max_pixels, max_batch_size, processor)
+        switches.check()
         self._attach(model, Path(path), quantization=quantization, min_pixels=min_pixels, max_pixels=max_pixels,
-                     max_batch_size=max_batch_size, processor=processor, ignore_eos=ignore_eos, seed=seed)
+                     max_batch_size=max_batch_size, processor=processor, ignore_eos=ignore_eos, seed=seed,
+                     switches=switches)
         return self
 
     # --- set-up ---------------------------------------------------------------------------------------
@@ -203,7 +252,8 @@ class TransformersBackend(Backend):
         return getattr(torch, saved)
 
     def _attach(self, model: Any, path: Path, *, quantization: str, min_pixels: Optional[int],
-                max_pixels: Optional[int], max_batch_size: int, processor: str, ignore_eos: bool, seed: int) -> None:
+                max_pixels: Optional[int], max_batch_size: int, processor: str, ignore_eos: bool, seed: int,
+                switches: FastSwitches) -> None:
         import torch
 
         self._torch = torch
@@ -238,6 +288,19 @@ class TransformersBackend(Backend):
         eos = eos if eos is not None else tok.eos_token_id
         self._eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         self._pad_id = tok.pad_token_id if tok.pad_token_id is not None else next(iter(self._eos_ids), 0)
+        self.switches = switches
+        self._fast: Optional[FastDecoder] = None
+        if switches.any:
+            check_fast_family(model)  # before reading a Qwen processor config another family lacks
+            image_config = (self._inputs.builder.image_config if isinstance(self._inputs, _QwenInputs) else
+                            QwenImageConfig.from_pretrained(path, min_pixels=min_pixels, max_pixels=max_pixels))
+            self._fast = FastDecoder(model, tok, image_config, IMAGE_TOKEN, switches, self._eos_ids, self.ignore_eos,
+                                     settings=f"{path.resolve()}|{image_config}")
+        self._clock = _PhaseClock(self._sync)
+        visual = getattr(getattr(model, "model", None), "visual", None)
+        self._clock_sees_vision = visual is not None
+        if visual is not None:
+            self._clock.attach(visual)
 
     def _chat_template_owner(self, path: Path) -> Any:
         """Whoever holds the chat template: the processor, else the tokenizer (given the folder's file)."""
@@ -266,6 +329,10 @@ class TransformersBackend(Backend):
         for i, req in enumerate(requests):  # one generate call needs one token budget and one sampler
             groups.setdefault((int(req.max_new_tokens), float(req.temperature)), []).append(i)
         for (max_new, temperature), indices in groups.items():
+            if self._fast is not None and temperature <= 0:
+                for i in indices:
+                    results[i] = self._generate_fast(requests[i], max_new)
+                continue
             for start in range(0, len(indices), self.max_batch_size):
                 batch = indices[start:start + self.max_batch_size]
                 for i, gen in zip(batch, self._generate_batch([requests[i] for i in batch], max_new, temperature)):
@@ -288,6 +355,30 @@ class TransformersBackend(Backend):
                     images.append(image)
             conv.append({"role": message.role, "content": parts})
         return conv, images
+
+    def _generate_fast(self, request: GenerationRequest, max_new: int) -> Generation:
+        assert self._fast is not None
+        t0 = time.perf_counter()
+        conv, images = self._conversation(request)
+        text = self._template_owner.apply_chat_template(conv, tokenize=False, add_generation_prompt=True)
+        template_s = time.perf_counter() - t0
+        try:
+            done = self._fast.generate(text, images, max_new)
+        except (ValueError, TypeError) as exc:
+            raise BackendError(f"transformers backend: cannot build the model inputs: {exc}") from None
+        except self._torch.OutOfMemoryError as exc:
+            self._free_cache()
+            raise BackendError(f"transformers backend: out of memory (lower max_pixels or vision_cache_mb): "
+                               f"{str(exc).splitlines()[0] if str(exc) else 'CUDA out of memory'}") from None
+        except (RuntimeError, IndexError) as exc:
+            raise BackendError(f"transformers backend: generation failed: {type(exc).__name__}: {exc}") from None
+        reply = clean_text(self._inputs.tokenizer.decode(done.tokens, skip_special_tokens=True)).strip()
+        latency = Latency(preprocess_s=template_s + done.inputs_s,
+                          generate_s=done.vision_s + done.prefill_s + done.decode_s,
+                          vision_s=done.vision_s, prefill_s=done.prefill_s, decode_s=done.decode_s)
+        return Generation(text=reply, latency=latency, prompt_tokens=done.prompt_tokens,
+                          completion_tokens=len(done.tokens), token_ids=tuple(done.tokens),
+                          cache=CacheUse(done.vision_hits, done.vision_misses, done.prefix_tokens, done.compiled))
 
     def _sync(self) -> None:
         if self._torch.cuda.is_available() and self._torch.cuda.is_initialized():
@@ -326,9 +417,12 @@ class TransformersBackend(Backend):
         self._sync()
         t1 = time.perf_counter()
         oom = None
+        clock = self._clock
+        clock.begin()
         try:
             with torch.no_grad():  # not inference_mode: quanto's int4 kernels bump version counters
-                out = model.generate(**inputs, generation_config=self._generation_config(max_new, temperature))
+                out = model.generate(**inputs, generation_config=self._generation_config(max_new, temperature),
+                                     streamer=clock if len(requests) == 1 else None)
             self._sync()
         except torch.OutOfMemoryError as exc:
             oom = str(exc).splitlines()[0] if str(exc) else "CUDA out of memory"
@@ -344,10 +438,15 @@ class TransformersBackend(Backend):
         # Model text enters here: cleaned like every text from outside (core/infra/text.py), whatever the tokenizer.
         decoded = [clean_text(t) for t in self._inputs.tokenizer.batch_decode(new, skip_special_tokens=True)]
         t2 = time.perf_counter()
-        latency = Latency(preprocess_s=t1 - t0, generate_s=t2 - t1)
+        phases: dict[str, Optional[float]] = {"vision_s": clock.vision_s if self._clock_sees_vision else None}
+        if clock.first_token:  # one request: the streamer saw its first new token
+            phases.update(prefill_s=clock.first_token - clock.started - clock.vision_s,
+                          decode_s=t2 - clock.first_token)
+        latency = Latency(preprocess_s=t1 - t0, generate_s=t2 - t1, **phases)
         prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
         return [Generation(text=text.strip(), latency=latency, prompt_tokens=int(n_prompt),
-                           completion_tokens=self._count_completion(row))
+                           completion_tokens=self._count_completion(row),
+                           token_ids=tuple(row[:self._count_completion(row)]))
                 for text, row, n_prompt in zip(decoded, new, prompt_tokens)]
 
     def _count_completion(self, row: list[int]) -> int:

@@ -50,7 +50,7 @@ def test_an_unreachable_server_ends_episodes_with_error_and_the_run_goes_on(mona
 
 @pytest.mark.parametrize("extra, message", [
     (["--backend", "transformers", "--model", "/no/such/model"], "/no/such/model"),
-    (["--backend", "nope"], "unknown VLM backend 'nope'; known: openai, transformers"),
+    (["--backend", "nope"], "unknown VLM backend 'nope'; known: openai, recording, transformers"),
     (["--backend", "openai", "--model", "m", "--backend-param", "base_url=http://127.0.0.1:9/v1",
       "--backend-param", "retries=0", "--backend-param", "timeout_s=2"], "127.0.0.1:9"),
 ])
