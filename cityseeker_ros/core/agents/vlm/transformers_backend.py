@@ -17,6 +17,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
@@ -464,7 +465,8 @@ class TransformersBackend(Backend):
         model = getattr(self, "_model", None)
         info: dict[str, Any] = {"name": self.name, "model": str(self.model_path), "quantization": self.quantization,
                                 "inputs": self._inputs.kind, "max_batch_size": self.max_batch_size,
-                                "ignore_eos": self.ignore_eos, "json_schema": "not enforced (prompt only)"}
+                                "ignore_eos": self.ignore_eos, "json_schema": "not enforced (prompt only)",
+                                "fast_path": asdict(self.switches) if self.switches.any else "off"}
         if model is None:
             return {**info, "closed": True}
         # bitsandbytes packs two 4-bit weights per stored element; other quantised tensors keep their shape

@@ -137,6 +137,11 @@ def test_bad_switches_are_named_before_loading(tiny_checkpoints, switches, messa
         backend(tiny_checkpoints, **switches)
 
 
+def test_the_backend_describes_its_switches(tiny_checkpoints):
+    assert backend(tiny_checkpoints).describe()["fast_path"] == "off"
+    assert backend(tiny_checkpoints, **ALL_ON).describe()["fast_path"] == {**ALL_ON, "compile_decode": False}
+
+
 def test_a_family_the_fast_path_cannot_serve_is_refused_at_start_up(tiny_checkpoints):
     with pytest.raises(ConfigError, match="work on qwen2_vl, qwen2_5_vl checkpoints; this one is llava"):
         make_backend("transformers", model=str(tiny_checkpoints["llava"]), device_map="cpu", static_cache=True)

@@ -79,9 +79,18 @@ def latched_estop(tap: Tap) -> EStop:
 
 
 def around(tap: Tap, t: float, before_s: float = 1.5, after_s: float = 0.5) -> list[str]:
-    """What was sent, decided and marked near `t`, one line each (positions reported are left out)."""
-    return [f"  {o.t:.3f} {o}" for o in tap.ordered()
-            if t - before_s <= o.t <= t + after_s and not isinstance(o, Reported)]
+    """What was sent, decided and marked near `t`, one line each, with each mode the vehicle reported
+    as it changed (a judge's verdict on a mode turns on when it showed; positions are left out)."""
+    lines, shown = [], None
+    for o in tap.ordered():
+        if isinstance(o, Reported):
+            changed = o.mode is not None and o.mode != shown
+            shown = o.mode if o.mode is not None else shown
+            if not changed:
+                continue
+        if t - before_s <= o.t <= t + after_s:
+            lines.append(f"  {o.t:.3f} {f'the vehicle reports {o.mode}' if isinstance(o, Reported) else o}")
+    return lines
 
 
 def judge(tap: Tap, safety: dict, settings: Optional[MonitorSettings] = None) -> list[Violation]:

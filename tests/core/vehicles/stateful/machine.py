@@ -284,7 +284,12 @@ class SafetyMachine(RuleBasedStateMachine):
             self.tap.remove_folder()
         violations = judge(self.tap, self.rig.safety, getattr(self.rig, "monitor_settings", None))
         if type(self).record is not None:
-            type(self).record.append((self.log + around(self.tap, violations[0].t) if violations else self.log,
+            # the whole scenario's wire and the bridge's own steps for a soak's report: a cause may lie
+            # seconds before the verdict
+            steps = [f"  bridge: {s.before.value} -{s.event.value}-> {s.after.value}"
+                     for s in self.bridge.authority.history[-16:]]
+            type(self).record.append((self.log + around(self.tap, violations[0].t, before_s=60.0) + steps
+                                      if violations else self.log,
                                       dict(self.tap.counts), violations))
         assert not violations, "\n".join([str(v) for v in violations] + ["driver:"] + self.log
                                           + ["what the vehicle saw around the first violation:"]
