@@ -15,7 +15,10 @@
   mode is in a foreign mode, except the autopilot's own next step (`Flavour.successors`: PX4
   AUTO.TAKEOFF -> AUTO.LOITER, AUTO.RTL -> AUTO.LAND; ArduPilot RTL -> LAND) and, while a request is
   pending (its mode not yet shown, and less than `settle_s` since it: every try of the command plus
-  one 1 Hz heartbeat period), the mode the vehicle was in when it was asked. Before the stack asked
+  one 1 Hz heartbeat period), the mode the vehicle was in when it was asked and the modes asked just
+  before it that the vehicle has not yet been seen to leave behind: once a heartbeat showed a
+  request's mode, nothing asked before that request may show again (UDP keeps the autopilot's
+  order), so a failsafe into an earlier mode is foreign. Before the stack asked
   for any mode, an armed vehicle in anything but the hold mode or the control mode is foreign (a
   pilot flies it); the control mode is a restarted stack's own, left with no setpoints, which the
   bridge's first hold ends; arming it from the ground counts as asking for the mode it arms in.
@@ -408,7 +411,11 @@ class MavlinkLink(VehicleLink):
         if self._foreign is not None and not (clears and self._operator_release):
             raise PilotOverride(self._refusal())
         now, old = time.monotonic(), self._asked
-        recent = old.recent | {old.mode} if old is not None and now - old.at <= self.settle_s else frozenset()
+        recent: frozenset = frozenset()
+        if old is not None and now - old.at <= self.settle_s:
+            # UDP keeps the autopilot's order: once the vehicle showed `old`, what was asked before it
+            # cannot show again (a failsafe into an earlier mode is foreign: the PX4 soak on 44a1858)
+            recent = (frozenset() if old.shown else old.recent) | {old.mode}
         self._asked = _ModeRequest(mode, shown, now, recent=recent, previous=old)
         if clears:
             self._foreign, self._operator_release = None, False

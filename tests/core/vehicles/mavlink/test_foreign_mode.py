@@ -320,3 +320,36 @@ def test_a_hold_mode_the_vehicle_never_left_is_not_foreign_after_a_take_control_
     wait_until(lambda: not link.link_lost, 4.0, what="the link back")
     time.sleep(link.settle_s + 1.1)  # past the settle window, and a heartbeat after it
     assert link.state().mode == HOLD[flavour] and link.state().foreign_mode is None
+
+
+def test_a_mode_asked_before_one_the_vehicle_already_showed_cannot_show_again():
+    """The PX4 soak on 44a1858 (idle machine): a hold (AUTO.LOITER, shown), an RTL (AUTO.RTL, shown),
+    then a goal's OFFBOARD noted and cut off by a link loss before it left. During the outage the
+    autopilot's failsafe put the vehicle in AUTO.LOITER; the link excused it as the hold asked 0.7 s
+    before, and the next goal flew: a failsafe's mode taken back without an operator. UDP keeps the
+    autopilot's order, so once the vehicle showed RTL the hold asked before it cannot show again."""
+    from cityseeker_ros.core.vehicles.mavlink.flavours import flavour_named
+    from cityseeker_ros.core.vehicles.mavlink.link import MavlinkLink
+
+    def link_after(shown_rtl: bool) -> MavlinkLink:
+        link = MavlinkLink("udp://127.0.0.1:1", flavour="px4")
+        link._flavour = flavour_named("px4")
+        now = time.monotonic()
+        with link._motion_lock:
+            link._note_request("AUTO.LOITER", "OFFBOARD", clears=True)
+            link._asked.sent = True
+            assert not link._judge_mode("AUTO.LOITER", True, now)
+            link._note_request("AUTO.RTL", "AUTO.LOITER", clears=True)
+            link._asked.sent = True
+            if shown_rtl:
+                assert not link._judge_mode("AUTO.RTL", True, now)
+            link._note_request("OFFBOARD", "AUTO.RTL" if shown_rtl else "AUTO.LOITER", clears=False)  # never sent
+        return link
+
+    now = time.monotonic()
+    link = link_after(shown_rtl=True)
+    with link._motion_lock:
+        assert link._judge_mode("AUTO.LOITER", True, now)  # the failsafe's: foreign
+    link = link_after(shown_rtl=False)
+    with link._motion_lock:  # RTL never showed: the hold's heartbeat may still come
+        assert not link._judge_mode("AUTO.LOITER", True, now)
