@@ -413,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--compare-switches", action="store_true",
                         help="time the fast-path switches on a recorded two-call trace (see above)")
-    parser.add_argument("--trace", type=Path, help="with --compare-switches: a trace folder recorded before")
+    parser.add_argument("--trace", type=Path, help="with --compare-switches: a trace folder this benchmark recorded "
+                        "before (printed as it records; it holds run/episodes.jsonl)")
     parser.add_argument("--trace-steps", type=int, default=50, help="decisions in the recorded trace")
     parser.add_argument("--world", default="worlds/monaco", help="the world the trace is recorded on")
     parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,

@@ -4,6 +4,7 @@ where decision time goes. Agents that make several named calls per step (the see
 core/agents/seeds/calls.py) get their calls, tokens and seconds per step, per agent."""
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,8 +49,10 @@ def summarize_decisions(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out["latency_s"] = latency
     cached = [d["cache"] for d in steps if d.get("cache")]  # the local backend's fast path
     if cached:
-        out["cache"] = {k: sum(int(c.get(k, 0)) for c in cached)
-                        for k in ("vision_hits", "vision_misses", "prefix_tokens", "compiled")}
+        total: Counter[str] = Counter()
+        for counts in cached:
+            total.update(counts)  # update keeps zero counts, as the records do
+        out["cache"] = dict(total)
     tokens = {}
     for kind in ("prompt", "completion"):  # per decision, over the decisions whose backend counted them
         counts = [d["tokens"][kind] for d in steps if isinstance((d.get("tokens") or {}).get(kind), int)]

@@ -210,7 +210,7 @@ class FastDecoder:
         seen = ids[0].tolist()
         tokens: list[int] = []
         for i in range(max_new):
-            token = self._choose(logits, seen, len(tokens))
+            token = self._choose(logits, seen)
             tokens.append(token)
             seen.append(token)
             if token in self.eos_ids and not self.ignore_eos or i == max_new - 1:
@@ -220,7 +220,7 @@ class FastDecoder:
             logits = step(embed(new), position, cache, torch.tensor([length + i], device=model.device))
         return tokens, compiled
 
-    def _choose(self, logits: Any, seen: list[int], made: int) -> int:
+    def _choose(self, logits: Any, seen: list[int]) -> int:
         """Greedy, after the processors greedy `generate` applies: the repetition penalty over the
         prompt and the reply so far, and (ignore_eos) end-of-sequence never chosen."""
         torch = self._torch

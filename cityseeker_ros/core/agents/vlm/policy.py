@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -87,7 +88,7 @@ class _Step:
     phases_s: dict[str, float] = field(default_factory=dict)  # vision, prefill, decode, where the backend splits them
     prompt_tokens: Optional[int] = None
     completion_tokens: Optional[int] = None
-    cache: Optional[dict[str, int]] = None  # the local backend's fast path: what its calls found done
+    cache: Optional[Counter[str]] = None  # the local backend's fast path: what its calls found done
 
 
 def _add(total: Optional[int], more: Optional[int]) -> Optional[int]:
@@ -99,13 +100,9 @@ def _add_phases(step: _Step, generation: Generation) -> None:
     for name, value in (("vision", latency.vision_s), ("prefill", latency.prefill_s), ("decode", latency.decode_s)):
         if value is not None:
             step.phases_s[name] = step.phases_s.get(name, 0.0) + value
-    use = generation.cache
-    if use is not None:
-        total = step.cache or {"vision_hits": 0, "vision_misses": 0, "prefix_tokens": 0, "compiled": 0}
-        step.cache = {"vision_hits": total["vision_hits"] + use.vision_hits,
-                      "vision_misses": total["vision_misses"] + use.vision_misses,
-                      "prefix_tokens": total["prefix_tokens"] + use.prefix_tokens,
-                      "compiled": total["compiled"] + int(use.compiled)}
+    if generation.cache is not None:
+        step.cache = step.cache or Counter()
+        step.cache.update({k: int(v) for k, v in asdict(generation.cache).items()})  # compiled: a count
 
 
 def _decision_dict(parsed: Optional[ParsedDecision], action: Action) -> dict[str, Any]:

@@ -74,33 +74,26 @@ def _directions(obs: Observation) -> list[str]:
 
 # --- improved: prompts.py --------------------------------------------------------------------
 
-def _improved_stop(obs: Observation, context: Optional[PromptContext], max_new_tokens: int,
-                   panorama: Optional[np.ndarray]) -> GenerationRequest:
-    return prompts.stop_prompt(obs, context, max_new_tokens, panorama=panorama)
-
-
-IMPROVED = PromptProfile(
-    name="improved", version=prompts.PROMPT_VERSION,
-    stop=_improved_stop,
-    choice=lambda obs, ctx, n, pano: prompts.choice_prompt(obs, ctx, n),
-    single=lambda obs, ctx, n, pano: prompts.single_prompt(obs, ctx, n),
-    parse_stop=lambda text, obs: parse_stop(text),
-    parse_choice=lambda text, obs: parse_choice(text, len(obs.views), _directions(obs)),
-    parse_single=lambda text, obs: parse_single(text, len(obs.views), _directions(obs)),
-    always_choose=False)
-
-
-def _improved_for(forms: PromptForms, version: str, short: bool = False) -> PromptProfile:
-    wording, answers = replace(prompts.family_wording(forms), short=short), forms.answers
+def _improved(wording: prompts.Wording, version: str, forms: Optional[PromptForms] = None) -> PromptProfile:
+    """The improved profile speaking `wording`: CitySeeker's (forms None) or a family's, either of
+    them with short replies."""
+    answers = wording.answers
     return PromptProfile(
         name="improved", version=version,
         stop=lambda obs, ctx, n, pano: prompts.stop_prompt(obs, ctx, n, panorama=pano, wording=wording),
         choice=lambda obs, ctx, n, pano: prompts.choice_prompt(obs, ctx, n, wording=wording),
         single=lambda obs, ctx, n, pano: prompts.single_prompt(obs, ctx, n, wording=wording),
         parse_stop=lambda text, obs: parse_stop(text, answers=answers),
-        parse_choice=IMPROVED.parse_choice,
+        parse_choice=lambda text, obs: parse_choice(text, len(obs.views), _directions(obs)),
         parse_single=lambda text, obs: parse_single(text, len(obs.views), _directions(obs), answers=answers),
         always_choose=False, forms=forms)
+
+
+IMPROVED = _improved(prompts.CITYSEEKER, prompts.PROMPT_VERSION)
+
+
+def _improved_for(forms: PromptForms, version: str) -> PromptProfile:
+    return _improved(prompts.family_wording(forms), version, forms)
 
 
 # --- paper: appendix C.2 ---------------------------------------------------------------------
@@ -344,14 +337,8 @@ def short_profile(profile: PromptProfile) -> PromptProfile:
     if profile.name != "improved":
         raise ConfigError(f"vlm policy: short_replies works with prompt_profile improved, not {profile.name!r} "
                           "(the paper profile keeps the paper's replies)")
-    version = f"{profile.version}+{SHORT_VERSION}"
-    if profile.forms is not None:
-        return _improved_for(profile.forms, version, short=True)
-    wording = replace(prompts.CITYSEEKER, short=True)
-    return replace(IMPROVED, version=version,
-                   stop=lambda obs, ctx, n, pano: prompts.stop_prompt(obs, ctx, n, panorama=pano, wording=wording),
-                   choice=lambda obs, ctx, n, pano: prompts.choice_prompt(obs, ctx, n, wording=wording),
-                   single=lambda obs, ctx, n, pano: prompts.single_prompt(obs, ctx, n, wording=wording))
+    wording = prompts.CITYSEEKER if profile.forms is None else prompts.family_wording(profile.forms)
+    return _improved(replace(wording, short=True), f"{profile.version}+{SHORT_VERSION}", profile.forms)
 
 
 def get_profile(name: str) -> PromptProfile:

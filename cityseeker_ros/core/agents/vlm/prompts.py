@@ -218,6 +218,8 @@ def _request(obs: Observation, context: Optional[PromptContext], slots: tuple[st
     items: list[Content] = ["\n".join(_header(obs, context, slots, wording.goal_label)),
                             *(_views(obs, wording) if scene is None else scene), "\n".join(tail)]
     messages = (Message("system", (wording.system,)), Message("user", _join(items)))
+    if wording.short:  # the token budget the short reply's schema needs, within the policy's
+        max_new_tokens = min(max_new_tokens, reply_budget(schema))
     return GenerationRequest(messages, max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema)
 
 
@@ -245,13 +247,6 @@ def _short_format(fields: str, example: str, answer: bool) -> list[str]:
         fields = fields.replace('"confidence"', f'{_ANSWER_SLOT}"confidence"', 1)
         example = example.replace('"confidence"', '"answer": "", "confidence"', 1)
     return ["Reply with this JSON object, kept short:", f"{{{fields}, {_REASON}}}", "Example reply:", example]
-
-
-def _short(request: GenerationRequest, max_new_tokens: int) -> GenerationRequest:
-    """A short reply's request: the token budget its schema needs, within the policy's."""
-    assert request.json_schema is not None
-    return GenerationRequest(request.messages, max_new_tokens=min(max_new_tokens, reply_budget(request.json_schema)),
-                             temperature=request.temperature, json_schema=request.json_schema)
 
 
 def _decision_format(n: int, allow_stop: bool, wording: Wording) -> list[str]:
@@ -293,9 +288,8 @@ def stop_prompt(obs: Observation, context: Optional[PromptContext] = None,
         schema = stop_schema()
         if wording is not CITYSEEKER:
             schema.pop("description", None)  # it asks about "the place that satisfies the request"
-    request = _request(obs, context, ("backtrack",), task, with_answer(schema) if wording.answers else schema,
-                       max_new_tokens, wording, None if panorama is None else panorama_items(obs, panorama))
-    return _short(request, max_new_tokens) if wording.short else request
+    return _request(obs, context, ("backtrack",), task, with_answer(schema) if wording.answers else schema,
+                    max_new_tokens, wording, None if panorama is None else panorama_items(obs, panorama))
 
 
 def _task(sentence: str, n: int) -> str:
@@ -308,11 +302,8 @@ def choice_prompt(obs: Observation, context: Optional[PromptContext] = None,
     check_views(obs)
     n = len(obs.views)
     task = [_task(wording.choice_task, n), *_decision_format(n, False, wording)]
-    if wording.short:
-        return _short(_request(obs, context, ("backtrack", "surroundings", "history"), task,
-                               short_decision_schema(n, False), max_new_tokens, wording), max_new_tokens)
-    return _request(obs, context, ("backtrack", "surroundings", "history"), task, decision_schema(n, False),
-                    max_new_tokens, wording)
+    schema = short_decision_schema(n, False) if wording.short else decision_schema(n, False)
+    return _request(obs, context, ("backtrack", "surroundings", "history"), task, schema, max_new_tokens, wording)
 
 
 def single_prompt(obs: Observation, context: Optional[PromptContext] = None,
@@ -322,9 +313,8 @@ def single_prompt(obs: Observation, context: Optional[PromptContext] = None,
     n = len(obs.views)
     task = [_task(wording.single_task, n), *_decision_format(n, True, wording)]
     schema = short_decision_schema(n, True) if wording.short else decision_schema(n, True)
-    request = _request(obs, context, ("backtrack", "surroundings", "history"), task,
-                       with_answer(schema) if wording.answers else schema, max_new_tokens, wording)
-    return _short(request, max_new_tokens) if wording.short else request
+    return _request(obs, context, ("backtrack", "surroundings", "history"), task,
+                    with_answer(schema) if wording.answers else schema, max_new_tokens, wording)
 
 
 def _image_digest(image: np.ndarray) -> bytes:

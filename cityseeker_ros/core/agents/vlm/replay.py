@@ -19,13 +19,6 @@ class Variant:
     generations: list[Generation] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)  # wall time of each request
 
-    def per_decision(self, sizes: Sequence[int]) -> list[float]:
-        out, start = [], 0
-        for n in sizes:
-            out.append(sum(self.seconds[start:start + n]))
-            start += n
-        return out
-
     def phase_mean(self, phase: str, among: Optional[Sequence[int]] = None) -> Optional[float]:
         """Mean seconds of `phase` (preprocess, vision, prefill, decode) per request, over `among`
         (indices; all by default); None where the backend does not split it."""
