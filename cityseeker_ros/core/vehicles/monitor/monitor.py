@@ -380,6 +380,11 @@ class FlightMonitor:
             return
         if mode == previous:
             return
+        if mode in self._expected:
+            # the vehicle got where the stack last asked: the order of reports is the vehicle's, so a mode
+            # shown or asked for before this one (an accepted pilot's among them) returns only by someone else
+            self._expected, self._before = self._closure([mode]), set()
+            return
         if mode in self._expected_now(t):
             return
         if self._any_mode and self._settling(t):

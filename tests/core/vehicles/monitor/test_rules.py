@@ -128,6 +128,23 @@ def test_an_operator_take_control_keeps_the_mode_the_stack_asked_for():
     assert rules_broken(flying() + tail) == []
 
 
+@pytest.mark.parametrize("after", [
+    [goto(3.5, 20.0)],  # the stack flew on past its reaction time: the vehicle is the pilot's again
+    [marker(3.3, "session_end")],  # the bridge, seeing the pilot, rightly sent no end hold
+])
+def test_a_mode_left_for_the_stacks_request_is_foreign_when_it_shows_again(after):
+    """A pilot's switch, an operator's take-control (the pilot's POSCTL accepted), the stack's hold
+    and OFFBOARD each shown; then the pilot switches back to POSCTL within the settle time of the
+    OFFBOARD request. The monitor kept POSCTL among the modes the hold request's predecessors could
+    still show, read the switch as expected, and wanted an end hold the bridge rightly did not send
+    (found by the PX4 soak on 109f4f7). Once the vehicle shows a mode the stack asked for, what it
+    showed before cannot come back without someone else."""
+    tail = [hold(1.0), report(1.05, "AUTO.LOITER"), report(1.5, "POSCTL"), marker(2.0, "operator_take_control"),
+            hold(2.01), report(2.02, "AUTO.LOITER"), decide(2.1, east_m=20.0), goto(2.2, 20.0), offboard(2.5),
+            report(2.51, "OFFBOARD"), goto(2.6, 20.0), report(3.0, "POSCTL")]
+    assert rules_broken(flying() + tail + after, end=5.0) == ([PILOT] if after[0].kind == "position" else [])
+
+
 @pytest.mark.parametrize("late, broken", [(1.2, []), (3.0, [PILOT])])
 def test_the_previous_mode_may_show_while_a_request_settles(late, broken):
     """After a takeoff the vehicle may still show AUTO.LOITER for a moment after OFFBOARD is asked for."""
