@@ -179,6 +179,9 @@ class VehicleBridge:
         # E-stop trips counted, and those the authority has handled: a trip reset before any tick
         # saw the latch (a stalled safety thread) is still an e-stop, and nothing moves meanwhile.
         self._estop_trips = self._estop_trips_handled = 0
+        # losses the telemetry thread read, and those the safety thread handled: a stalled safety thread
+        # may sleep through a whole outage, and the return must still be a reconnect (a hold first)
+        self._losses_read = self._losses_handled = 0
         self._terminate_requested = False
         self._pilot_reported: Optional[str] = None  # a link call raised PilotOverride
         # A pilot's takeover outlives this process, as the e-stop latch does (a file beside it): a
@@ -525,6 +528,9 @@ class VehicleBridge:
             estop = self.gate.estop.latched or trips != self._estop_trips_handled
         with self._lock:
             lost = self._lost_reason()
+            missed, self._losses_handled = self._losses_read != self._losses_handled, self._losses_read
+            if lost is None and missed:
+                lost = "the link was lost while the safety thread was stalled (back now)"
             terminate, rtl, take, end = (self._terminate_requested, self._rtl_requested, self._take_requested,
                                          self._end_requested)
             self._rtl_requested = self._take_requested = self._end_requested = None
@@ -762,8 +768,10 @@ class VehicleBridge:
 
     def _stop_decided(self) -> bool:
         """A stop decided that the safety thread may not have applied yet: an e-stop (latched, or a trip
-        not yet handled), a Seek's end, an RTL, a close. Plain reads: a link may ask under its own lock."""
+        not yet handled), a link loss read and not yet handled, a Seek's end, an RTL, a close. Plain
+        reads: a link may ask under its own lock."""
         return (self._closing or self.gate.estop.latched or self._estop_trips != self._estop_trips_handled
+                or self._losses_read != self._losses_handled
                 or self._end_requested is not None or self._rtl_requested is not None)
 
     def _foreign_after_end(self) -> Optional[str]:
@@ -996,6 +1004,9 @@ class VehicleBridge:
             except Exception as exc:  # noqa: BLE001 - reported as a link failure
                 self._link_failed(f"state failed: {exc!r}")
                 continue
+            if state.link_lost:  # counted before the snapshot shows it: a tick that sees the loss handles the count
+                with self._lock:
+                    self._losses_read += 1
             self._snapshot = _Snapshot(state, started)
             if not state.armed:
                 self._airborne = False

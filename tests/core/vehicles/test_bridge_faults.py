@@ -225,6 +225,35 @@ def test_an_estop_tripped_and_reset_while_the_safety_thread_is_stalled_still_sto
     assert wait_for(lambda: any(n == "velocity" and t > tripped_at for n, t in link.calls))
 
 
+def test_a_link_loss_the_stalled_safety_thread_slept_through_still_needs_a_new_decision(made):
+    """Found by the ArduPilot soak: the safety thread stalled across a whole outage, so no tick saw
+    the link lost, and at the return the decision from before it moved the vehicle again. A loss the
+    telemetry thread read now counts until the safety thread handled it: nothing moves meanwhile,
+    and the return is a reconnect whose first act is a hold."""
+    link = ScriptedLink()
+    b = bridge_for(made, link, velocity_period_s=0.02, state_period_s=0.02, safety={"decision_timeout_s": 30.0})
+    b.command(Velocity(0.0, 0.0, 0.3))
+    assert wait_for(lambda: link.names().count("velocity") >= 3)
+    tick, stuck = b.tick, threading.Event()
+
+    def stalled(now=None):
+        b.tick = tick
+        stuck.wait(0.45)  # under the 0.5 s after which a stalled thread itself refuses motion
+        return tick(now)
+
+    b.tick = stalled
+    time.sleep(0.05)  # the safety thread is inside the stalled tick
+    link.lost, lost_at = True, time.monotonic()
+    time.sleep(0.15)
+    link.lost, back_at = False, time.monotonic()
+    assert wait_for(lambda: any(n == "hold" and t > back_at for n, t in link.calls), 3.0)  # the reconnect's hold
+    wait_for(lambda: False, 0.3)
+    late = [round(t - lost_at, 3) for n, t in link.calls if n == "velocity" and t > lost_at + 0.03]
+    assert late == [], f"velocity calls after the loss, at these seconds after it: {late}"
+    b.command(Velocity(0.0, 0.0, 0.3))  # a decision after the return moves it again
+    assert wait_for(lambda: any(n == "velocity" and t > back_at for n, t in link.calls))
+
+
 def test_a_link_whose_stream_stopped_on_a_late_keepalive_is_held_not_reconnected(made):
     """The MAVLink link stops its setpoint stream when the bridge's keepalive is late; it used to be
     taken for a lost link (a reconnect, no hold, the vehicle left in the control mode with no

@@ -129,3 +129,20 @@ def test_an_estop_during_a_take_control_stops_its_mode_change(machine):
     s.velocity(east=-0.4, north=2.4, up=-0.4, pause=0.3)  # its mode change is due 0.5 s after it
     s.estop_with_a_late_hold(seconds=0.4, pause=0.8)
     s.teardown()
+
+
+@pytest.mark.parametrize("machine", [Px4Safety, ArduPilotSafety], ids=["px4", "ardupilot"])
+def test_an_outage_the_stalled_safety_thread_never_saw_still_needs_a_new_decision(machine):
+    """Two stalls queued on the safety thread: it ticks once between them, takes a goal 0.4 s into
+    a radio outage (the link not yet lost), then sleeps through the rest of the outage. It never saw
+    the link lost, so at the radio's return the goal decided before the outage flew on with no new
+    decision (found by the ArduPilot soak on 25a386f). A loss the telemetry thread read now counts
+    until the safety thread has handled it, as an e-stop's trip does: nothing moves meanwhile, and the
+    return is a reconnect whose first act is a hold."""
+    s = machine()
+    s.stall_safety_thread(seconds=1.0, pause=0.1)
+    s.stall_safety_thread(seconds=1.0, pause=0.0)  # runs when the first ends: one tick between them
+    s.goal(bearing=319, metres=10, alt=10, kind="inside", pause=0.5)
+    s.drop_link(pause=0.0)
+    s.link_back(pause=0.6)
+    s.teardown()
