@@ -56,3 +56,19 @@ def test_a_violation_stops_the_soak_and_errors_stop_it_at_the_limit(soak_module,
     calls = canned(soak_module, monkeypatch, [([scenario()], RuntimeError(f"flaky {i}")) for i in range(5)])
     assert soak_module.soak(["px4"], scenarios=10, steps=3) == 1
     assert len(calls) == soak_module.MAX_ERRORS
+
+
+def test_the_mutation_check_draws_its_scenarios_in_fresh_runs_of_a_batch(soak_module, monkeypatch, capsys):
+    """One long Hypothesis run can miss a rule for 60 scenarios (its scenarios are mutations of each
+    other); the check asks for at most MUTATION_BATCH per run, until the rule is found or the
+    scenarios are spent."""
+    calls = canned(soak_module, monkeypatch, [([scenario()] * 10, None)] * 6)
+    monkeypatch.setattr(soak_module, "machine_for", lambda link, overrides=None: object)
+    assert soak_module.mutations(60, 3, ["ends_in_hold"]) == 1  # never found: the check fails
+    assert calls == [10] * 6 and "NOT FOUND" in capsys.readouterr().out
+    found = ([scenario()] * 3 + [scenario([type("V", (), {"rule": "ends_in_hold", "detail": "no hold"})()])],
+             AssertionError("ends_in_hold"))
+    calls = canned(soak_module, monkeypatch, [([scenario()] * 10, None), found])
+    monkeypatch.setattr(soak_module, "machine_for", lambda link, overrides=None: object)
+    assert soak_module.mutations(60, 3, ["ends_in_hold"]) == 0
+    assert calls == [10, 10] and "14 scenarios" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from typing import Optional
 
 import pytest
 
@@ -234,22 +235,32 @@ def test_a_link_loss_the_stalled_safety_thread_slept_through_still_needs_a_new_d
     b = bridge_for(made, link, velocity_period_s=0.02, state_period_s=0.02, safety={"decision_timeout_s": 30.0})
     b.command(Velocity(0.0, 0.0, 0.3))
     assert wait_for(lambda: link.names().count("velocity") >= 3)
-    tick, stuck = b.tick, threading.Event()
+    tick, inside, release = b.tick, threading.Event(), threading.Event()
 
     def stalled(now=None):
         b.tick = tick
-        stuck.wait(0.45)  # under the 0.5 s after which a stalled thread itself refuses motion
+        inside.set()
+        release.wait(5.0)
         return tick(now)
 
     b.tick = stalled
-    time.sleep(0.05)  # the safety thread is inside the stalled tick
-    link.lost, lost_at = True, time.monotonic()
-    time.sleep(0.15)
-    link.lost, back_at = False, time.monotonic()
+    assert inside.wait(3.0)
+
+    def read_after(t0: float) -> Optional[float]:
+        return next((t for n, t in list(link.calls) if n == "state" and t > t0), None)
+
+    link.lost = True
+    lost_at = time.monotonic()
+    assert wait_for(lambda: read_after(lost_at) is not None)  # the telemetry thread read the loss
+    link.lost = False
+    back_at = time.monotonic()
+    assert wait_for(lambda: read_after(back_at) is not None)  # ... and the return, all within the stall
+    release.set()
     assert wait_for(lambda: any(n == "hold" and t > back_at for n, t in link.calls), 3.0)  # the reconnect's hold
     wait_for(lambda: False, 0.3)
-    late = [round(t - lost_at, 3) for n, t in link.calls if n == "velocity" and t > lost_at + 0.03]
-    assert late == [], f"velocity calls after the loss, at these seconds after it: {late}"
+    seen = read_after(lost_at)
+    late = [round(t - seen, 3) for n, t in link.calls if n == "velocity" and t > seen + 0.1]
+    assert late == [], f"velocity calls after the loss was read, at these seconds after it: {late}"
     b.command(Velocity(0.0, 0.0, 0.3))  # a decision after the return moves it again
     assert wait_for(lambda: any(n == "velocity" and t > back_at for n, t in link.calls))
 
